@@ -22,7 +22,6 @@ given, what would be right, and which file or variable set it.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
@@ -46,7 +45,28 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
+
+from connectors.config_messages import describe, dotted, field_at, mask, suggest
+from connectors.config_template import DEFAULT_CONFIG_TEMPLATE, DEFAULT_SECRETS_TEMPLATE
+
+__all__ = [
+    "SECRET_KEYS",
+    "SLOTS",
+    "Config",
+    "ConfigError",
+    "MemoryConfig",
+    "ModelSlot",
+    "ModelsConfig",
+    "SandboxConfig",
+    "SlackConfig",
+    "TelegramConfig",
+    "default_config_text",
+    "default_secrets_text",
+    "load_config",
+    "mask",
+    "resolve_config_path",
+    "resolve_secrets_path",
+]
 
 APP_NAME = "temper"
 ENV_PREFIX = "TEMPER_"
@@ -54,6 +74,8 @@ CONFIG_PATH_ENV = "TEMPER_CONFIG"
 SECRETS_PATH_ENV = "TEMPER_SECRETS"
 SECRET_KEYS = frozenset({"api_key", "bot_token", "app_token", "signing_secret"})
 SLOTS = ("planner", "executor", "judge")
+# Shown masked in error messages: secrets, and api_key_env, where a pasted key is a common mistake.
+MASKED_IN_ERRORS = SECRET_KEYS | {"api_key_env"}
 
 
 class ConfigError(Exception):
@@ -62,17 +84,6 @@ class ConfigError(Exception):
     def __init__(self, problems: str | list[str]) -> None:
         self.problems = [problems] if isinstance(problems, str) else list(problems)
         super().__init__("\n".join(self.problems))
-
-
-def mask(secret: SecretStr | str | None) -> str:
-    """Show a secret as its kind and at most its last four characters: ``"sk-…abcd"``."""
-    if secret is None:
-        return "(not set)"
-    value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
-    if len(value) < 12:  # the tail of a short secret gives away too much of it
-        return "…"
-    kind = re.match(r"[a-z]{2,4}-", value)
-    return f"{kind.group(0) if kind else ''}…{value[-4:]}"
 
 
 # Field types --------------------------------------------------------------------------------
@@ -282,7 +293,8 @@ def load_config(
         return Config.model_validate(merged)
     except ValidationError as exc:
         # `from None`: the pydantic error quotes inputs in full, secrets included.
-        raise ConfigError([_describe(error, sources) for error in exc.errors()]) from None
+        problems = [describe(error, Config, sources, MASKED_IN_ERRORS) for error in exc.errors()]
+        raise ConfigError(problems) from None
 
 
 def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
@@ -298,7 +310,7 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
             raise ConfigError(
                 f"{name}: cannot tell which key this sets; name keys like TEMPER_MEMORY__DB_PATH"
             )
-        value = _env_value(environ[name], _field_at(tuple(parts)))
+        value = _env_value(environ[name], field_at(Config, tuple(parts)))
         data: Any = value
         for part in reversed(parts):
             data = {part: data}
@@ -369,9 +381,9 @@ def _read_secrets(path: Path, *, required: bool) -> dict[str, Any]:
     problems = []
     for key, _ in _leaves(data):
         if key[-1] not in SECRET_KEYS:
-            hint = _suggest(key[-1], SECRET_KEYS)
+            hint = suggest(key[-1], SECRET_KEYS)
             problems.append(
-                f"{_dotted(key)}: {path.name} holds only secrets "
+                f"{dotted(key)}: {path.name} holds only secrets "
                 f"({', '.join(sorted(SECRET_KEYS))}){hint}; put other keys in config.toml"
             )
     if problems:
@@ -381,7 +393,7 @@ def _read_secrets(path: Path, *, required: bool) -> dict[str, Any]:
 
 def _refuse_secrets_in_config(data: dict[str, Any], path: Path) -> None:
     problems = [
-        f"{_dotted(key)}: secrets do not belong in {path.name} (got {mask(str(value))}); "
+        f"{dotted(key)}: secrets do not belong in {path.name} (got {mask(str(value))}); "
         f"move it to secrets.toml (chmod 600) or set {ENV_PREFIX}{'__'.join(key).upper()}"
         for key, value in _leaves(data)
         if key[-1] in SECRET_KEYS
@@ -423,92 +435,6 @@ def _merge(layers: list[Layer]) -> tuple[dict[str, Any], dict[tuple[str, ...], s
     return merged, sources
 
 
-# Error messages -----------------------------------------------------------------------------
-
-
-def _describe(error: ErrorDetails, sources: dict[tuple[str, ...], str]) -> str:
-    """One line: which key, what was given, what would be right, and who set it."""
-    loc = tuple(error["loc"])
-    origin = _origin(loc, sources)
-    if error["type"] == "extra_forbidden":
-        parent, name = loc[:-1], str(loc[-1])
-        where = f"{_dotted(parent)}: " if parent else ""
-        return f"{where}unknown key {name!r}{_suggest(name, _known_keys(parent))}{origin}"
-    field = _field_at(loc)
-    if error["type"] == "value_error" and "error" in error.get("ctx", {}):
-        expected = str(error["ctx"]["error"])
-    elif field is not None and field.description:
-        expected = field.description
-    else:
-        expected = error["msg"][0].lower() + error["msg"][1:]
-    given = error.get("input")
-    hint = ""
-    if error["type"] == "literal_error" and field is not None:
-        hint = _suggest(str(given), [str(option) for option in typing.get_args(field.annotation)])
-    return f"{_dotted(loc)}: must be {expected}, got {_shown(loc, given)}{hint}{origin}"
-
-
-def _shown(loc: tuple[Any, ...], value: object) -> str:
-    names = {part for part in loc if isinstance(part, str)}
-    if names & (SECRET_KEYS | {"api_key_env"}):  # a pasted key is a common api_key_env mistake
-        return mask(str(value))
-    if isinstance(value, dict):
-        return "a table"
-    return repr(value)
-
-
-def _origin(loc: tuple[Any, ...], sources: dict[tuple[str, ...], str]) -> str:
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in sources:
-            return f" ({sources[loc[:end]]})"
-    return ""
-
-
-def _suggest(word: str, candidates: typing.Iterable[str]) -> str:
-    options = sorted(candidates)
-    close = difflib.get_close_matches(word, options, n=1)
-    if close:
-        return f" (did you mean {close[0]!r}?)"
-    return f" (known keys: {', '.join(options)})" if options else ""
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] | None = Config
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if model is None or part not in model.model_fields:
-            return None
-        model = _as_model(model.model_fields[part].annotation)
-    return model
-
-
-def _field_at(loc: tuple[Any, ...]) -> FieldInfo | None:
-    names = [part for part in loc if isinstance(part, str)]
-    if not names:
-        return None
-    parent = _model_at(tuple(names[:-1]))
-    return parent.model_fields.get(names[-1]) if parent is not None else None
-
-
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    model = _model_at(loc)
-    return list(model.model_fields) if model is not None else []
-
-
-def _as_model(annotation: object) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
 # Files written by `temper init` ------------------------------------------------------------
 
 
@@ -520,104 +446,3 @@ def default_config_text() -> str:
 def default_secrets_text() -> str:
     """A commented secrets.toml template with every secret key commented out."""
     return DEFAULT_SECRETS_TEMPLATE
-
-
-DEFAULT_CONFIG_TEMPLATE = """\
-# temper configuration. Every key is optional: delete a line and its default applies.
-#
-# Any key can also be set from the environment as TEMPER_<SECTION>__<KEY>, which wins over this
-# file, e.g. TEMPER_MODELS__PLANNER__MODEL=ollama/qwen3:8b or TEMPER_SANDBOX__NETWORK=true.
-# Values are read as TOML when they parse (numbers, true/false, ["lists"]), as text otherwise.
-#
-# Secrets (API keys, bot tokens, the Slack signing secret) never go in this file. Put them in
-# secrets.toml next to it (chmod 600; `temper init` creates it) or in the environment:
-#   models.<slot>.api_key   the variable named by api_key_env (e.g. OPENAI_API_KEY),
-#                           or TEMPER_MODELS__<SLOT>__API_KEY
-#   telegram.bot_token      TEMPER_TELEGRAM__BOT_TOKEN
-#   slack.bot_token         TEMPER_SLACK__BOT_TOKEN
-#   slack.app_token         TEMPER_SLACK__APP_TOKEN (Socket Mode)
-#   slack.signing_secret    TEMPER_SLACK__SIGNING_SECRET (HTTP events)
-
-# Where temper keeps its database, skills and executor adapters.
-# Default: the platform's user data directory, here {data_dir}
-# data_dir = "~/temper-data"
-
-[memory]
-# The SQLite database. A relative path is taken inside data_dir.
-db_path = "temper.db"
-# Whose past conversations a memory search may see: "user" (only the asking user's) or "all".
-search_scope = "user"
-
-# Model slots. model is a litellm model string, "provider/name": "openai/gpt-4o-mini",
-# "anthropic/claude-sonnet-4-5", "ollama/qwen3:8b", "hosted_vllm/Qwen/Qwen3-8B".
-#   api_base     the server's URL, for self-hosted or OpenAI-compatible servers (optional),
-#                e.g. "http://127.0.0.1:8000/v1"; `temper doctor` checks GET {{api_base}}/models
-#   api_key_env  the environment variable that holds this slot's API key ("" for none)
-#   temperature  sampling temperature, 0 to 2
-#   max_tokens   the most tokens one reply may have
-#   fallbacks    models to try, in order, when this one fails
-
-# The planner talks to people, recalls memories and calls tools.
-[models.planner]
-model = "openai/gpt-4o-mini"
-# api_base = "http://127.0.0.1:8000/v1"
-api_key_env = "OPENAI_API_KEY"
-temperature = 0.7
-max_tokens = 4096
-fallbacks = []
-
-# The executor does terminal work in the sandbox; the learner trains it nightly.
-[models.executor]
-model = "openai/gpt-4o-mini"
-# api_base = "http://127.0.0.1:8000/v1"
-api_key_env = "OPENAI_API_KEY"
-temperature = 0.7
-max_tokens = 4096
-fallbacks = []
-
-# The judge scores outcomes that have no verifier.
-[models.judge]
-model = "openai/gpt-4o-mini"
-# api_base = "http://127.0.0.1:8000/v1"
-api_key_env = "OPENAI_API_KEY"
-temperature = 0.0
-max_tokens = 1024
-fallbacks = []
-
-[sandbox]
-# "auto" picks the strongest backend present: docker, then bwrap. "local" runs commands as
-# plain subprocesses: the weakest isolation, used only when chosen here.
-backend = "auto"
-# Seconds one command may run before it is killed.
-timeout_s = 120.0
-# Memory limit for the sandbox, in megabytes.
-memory_mb = 1024
-# Whether sandboxed commands may reach the network.
-network = false
-
-[telegram]
-enabled = false
-# Numeric Telegram user ids allowed to talk to the bot; anyone else needs a pairing code.
-allowed_users = []
-
-[slack]
-enabled = false
-# Slack member ids allowed to talk to the bot, like "U012AB3CD".
-allowed_users = []
-"""
-
-DEFAULT_SECRETS_TEMPLATE = """\
-# temper secrets. Keep this file private (chmod 600): temper refuses to read it otherwise.
-# Environment variables win over this file (see config.toml).
-
-# [models.planner]
-# api_key = "sk-..."
-
-# [telegram]
-# bot_token = "123456789:AA..."
-
-# [slack]
-# bot_token = "xoxb-..."
-# app_token = "xapp-..."        # Socket Mode
-# signing_secret = "..."        # HTTP events
-"""
