@@ -1,1 +1,24 @@
-__all__: list[str] = []
+"""temper's memory: one SQLite database of users, sessions, messages, facts and episodes,
+with full-text search that finds the message that answers a question."""
+
+from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
+from .jsonl import ImportReport, export_jsonl, import_jsonl
+from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit
+from .store import MemoryStore
+
+__all__ = [
+    "AddReport",
+    "Fact",
+    "ImportFormatError",
+    "ImportReport",
+    "MemoryStats",
+    "MemoryStore",
+    "MemoryStoreError",
+    "Message",
+    "MigrationError",
+    "NewMessage",
+    "SearchHit",
+    "UnknownRecordError",
+    "export_jsonl",
+    "import_jsonl",
+]

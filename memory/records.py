@@ -1,0 +1,74 @@
+"""The plain records memory/ hands out and takes in."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["user", "assistant", "system", "tool"]
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to store, named by session key and user handle (created on first use)."""
+
+    session: str
+    user: str
+    role: str
+    content: str
+    ts: float
+    external_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    external_id: str | None
+    session: str
+    user: str
+    role: str
+    content: str
+    ts: float
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: int
+    external_id: str | None
+    session: str
+    user: str
+    role: str
+    content: str
+    ts: float
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: int
+    user_id: int
+    statement: str
+    source_message_id: int | None
+    confidence: float
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class AddReport:
+    added: int
+    duplicates: int
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    users: int
+    sessions: int
+    messages: int
+    facts: int
+    episodes: int
+    text_bytes: int
+    database_bytes: int
+    wal_bytes: int
+    trigram_rows: int
+    schema_version: int
