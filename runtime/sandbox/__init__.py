@@ -1,0 +1,66 @@
+"""Sandboxes: where terminal work runs. One interface (`Sandbox`), three backends, strongest first.
+
+- `docker`: a container per sandbox; no network, read-only root, memory/pids/CPU limits, no
+  capabilities, non-root user.
+- `bwrap`: bubblewrap namespaces (user, pid, net, ipc, uts), only /usr and /etc of the host
+  visible, private /tmp, rlimits.
+- `local`: a subprocess with rlimits and a process-group kill; no isolation, chosen only by name,
+  and `LocalSandbox.warning` says so.
+
+Every command has a timeout, bounded output (head and tail kept), and leaves nothing running
+when it returns. A non-zero exit or a timeout is data in `CommandResult`, not an exception.
+Workspaces snapshot to content-addressed tarballs that start fresh sandboxes.
+
+Exceptions (see errors.py): SandboxError > SandboxUnavailable, SandboxStateError,
+WorkspacePathError, SnapshotError.
+"""
+
+from runtime.sandbox.base import (
+    BackendStatus,
+    CommandResult,
+    Limits,
+    Sandbox,
+    SandboxOptions,
+    WorkspaceState,
+)
+from runtime.sandbox.bwrap_sandbox import BwrapSandbox
+from runtime.sandbox.docker_sandbox import DockerSandbox
+from runtime.sandbox.errors import (
+    SandboxError,
+    SandboxStateError,
+    SandboxUnavailable,
+    SnapshotError,
+    WorkspacePathError,
+)
+from runtime.sandbox.local_sandbox import LocalSandbox
+from runtime.sandbox.selection import (
+    BACKENDS,
+    BackendName,
+    available_backends,
+    choose_backend,
+    open_sandbox,
+)
+from runtime.sandbox.snapshot import Snapshot
+
+__all__ = [
+    "BACKENDS",
+    "BackendName",
+    "BackendStatus",
+    "BwrapSandbox",
+    "CommandResult",
+    "DockerSandbox",
+    "Limits",
+    "LocalSandbox",
+    "Sandbox",
+    "SandboxError",
+    "SandboxOptions",
+    "SandboxStateError",
+    "SandboxUnavailable",
+    "Snapshot",
+    "SnapshotError",
+    "WorkspacePathError",
+    "WorkspaceState",
+    "available_backends",
+    "choose_backend",
+    "open_sandbox",
+]

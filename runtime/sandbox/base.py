@@ -1,0 +1,303 @@
+"""The one sandbox interface every backend implements, and the workspace logic they share.
+
+A sandbox owns a private host directory, `root`, made at start and removed at stop:
+
+```
+root/                 (0711, so an unprivileged sandbox user can traverse it)
+  workspace/          what commands see as their working directory (`workdir` inside)
+  home/               private HOME and TMPDIR where a backend has no tmpfs of its own
+```
+
+Invariants:
+- Commands, file reads/writes and snapshots are serialised by one lock: a file operation never
+  races a running command.
+- When a command returns (exit or timeout), nothing it started is still running: backends kill
+  the whole process tree (process group, pid namespace or container processes). A server a task
+  needs must therefore be started in the same command that uses it.
+- Files are read and written from the host side, but never through a symlink or `..` that leaves
+  the workspace (the sandbox may have planted links). New files are owned by the sandbox's user.
+- Commands see a clean environment: `PATH`, `HOME`, `TMPDIR`, `LANG`, `TERM` and the caller's
+  `env`, never the host's variables (which hold API keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import ClassVar
+
+from runtime.sandbox.errors import SandboxStateError, WorkspacePathError
+from runtime.sandbox.snapshot import Snapshot, copy_tree, restore_snapshot, take_snapshot
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+KILLED_EXIT_CODE = 128 + 9  # what a shell reports for SIGKILL; every backend reports timeouts so
+
+WorkspaceState = Snapshot | Path | None
+"""Where a workspace starts: a snapshot, a host directory to copy, or None for empty."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for everything one sandbox runs."""
+
+    memory_bytes: int = 1 << 30
+    pids: int = 256
+    cpus: float = 1.0  # docker only: host backends cannot cap a share of CPU without cgroups
+    cpu_seconds: int = 600  # per process (RLIMIT_CPU); host backends
+    file_size_bytes: int = 1 << 30
+    open_files: int = 1024
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """Everything a backend needs besides the workspace. Built from the [sandbox] config."""
+
+    limits: Limits = field(default_factory=Limits)
+    network: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    max_output_bytes: int = 64 * 1024
+    workdir_root: Path | None = None  # where sandbox roots are made; default: the system temp dir
+    docker_image: str = "temper-sandbox:latest"
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """Whether a backend can run here, and why not (or what it runs on), for `temper doctor`."""
+
+    name: str
+    available: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command did. `exit_code` is 128 + signal for a killed command (137 on timeout)."""
+
+    command: str
+    exit_code: int
+    output: str  # stdout and stderr interleaved, bounded: head …[N bytes elided]… tail
+    timed_out: bool
+    duration_s: float
+    output_bytes: int  # how much the command printed in all
+    elided_bytes: int
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class Sandbox(ABC):
+    """Start from a workspace state, run commands, read/write files, snapshot, stop.
+
+    Get one from `open_sandbox` (started, and stopped at the end of `async with`), or construct
+    a backend and call `start()` / `stop()` yourself. `warning` is a sentence to show the user
+    when the backend isolates little.
+    """
+
+    name: ClassVar[str]
+    warning: ClassVar[str | None] = None
+    workdir: str  # the workspace's path as commands see it
+
+    def __init__(self, options: SandboxOptions | None = None) -> None:
+        self.options = options or SandboxOptions()
+        self._lock = asyncio.Lock()
+        self._root: Path | None = None
+        self._stopped = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace on the host."""
+        if self._root is None or self._stopped:
+            raise SandboxStateError(f"{self.name} sandbox is not running")
+        return self._root / "workspace"
+
+    async def start(self, workspace_state: WorkspaceState = None) -> None:
+        if self._root is not None:
+            raise SandboxStateError(f"{self.name} sandbox was already started")
+        self._root = await asyncio.to_thread(self._make_root, workspace_state)
+        try:
+            await self._boot()
+        except BaseException:
+            await asyncio.to_thread(shutil.rmtree, self._root, True)
+            self._stopped = True
+            raise
+
+    async def stop(self) -> None:
+        """Stop the backend and delete the workspace. Safe to call twice."""
+        if self._root is None or self._stopped:
+            return
+        async with self._lock:
+            self._stopped = True
+            try:
+                await self._shutdown()
+            finally:
+                await asyncio.to_thread(shutil.rmtree, self._root, True)
+
+    async def __aenter__(self) -> Sandbox:
+        if self._root is None:
+            await self.start(None)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- commands and files ------------------------------------------------------------------
+
+    async def run(self, command: str, timeout_s: float) -> CommandResult:
+        """Run `command` with /bin/sh in the workspace; kill all it started by `timeout_s`."""
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        async with self._lock:
+            self._check_running()
+            return await self._run(command, timeout_s)
+
+    async def read_file(self, path: str) -> bytes:
+        async with self._lock:
+            target = self._resolve(path)
+            return await asyncio.to_thread(_read_no_follow, target)
+
+    async def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        payload = data.encode() if isinstance(data, str) else data
+        async with self._lock:
+            target = self._resolve(path)
+            await asyncio.to_thread(self._write, target, payload, mode)
+
+    async def snapshot(self, store: Path) -> Snapshot:
+        """Store the workspace as a content-addressed tarball under `store`."""
+        async with self._lock:
+            self._check_running()
+            return await asyncio.to_thread(take_snapshot, self.workspace, Path(store))
+
+    # -- what a backend provides --------------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    async def probe(cls, options: SandboxOptions) -> BackendStatus:
+        """Whether this backend can run here with `options`, found by trying it."""
+
+    @abstractmethod
+    async def _boot(self) -> None:
+        """Make the backend ready to run commands in `self.workspace`."""
+
+    @abstractmethod
+    async def _run(self, command: str, timeout_s: float) -> CommandResult:
+        """Run one command; the lock is held."""
+
+    @abstractmethod
+    async def _shutdown(self) -> None:
+        """Release what `_boot` took; the workspace is deleted afterwards."""
+
+    def _owner(self) -> tuple[int, int] | None:
+        """Host uid/gid that must own workspace files, or None for the current user."""
+        return None
+
+    # -- shared internals ---------------------------------------------------------------------
+
+    def _environment(self, home: str) -> dict[str, str]:
+        base = {
+            "PATH": DEFAULT_PATH,
+            "HOME": home,
+            "TMPDIR": home,
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+        }
+        return {**base, **self.options.env}
+
+    def _check_running(self) -> None:
+        if self._root is None:
+            raise SandboxStateError(f"{self.name} sandbox was not started")
+        if self._stopped:
+            raise SandboxStateError(f"{self.name} sandbox was stopped")
+
+    def _make_root(self, state: WorkspaceState) -> Path:
+        root = Path(tempfile.mkdtemp(prefix="temper-sandbox-", dir=self.options.workdir_root))
+        root.chmod(0o711)
+        workspace, home = root / "workspace", root / "home"
+        workspace.mkdir()
+        home.mkdir(mode=0o700)
+        if isinstance(state, Snapshot):
+            restore_snapshot(state, workspace)
+        elif state is not None:
+            copy_tree(Path(state), workspace)
+        owner = self._owner()
+        if owner is not None:
+            for path in [home, workspace, *_tree(workspace)]:
+                os.chown(path, *owner, follow_symlinks=False)
+        return root
+
+    def _resolve(self, path: str) -> Path:
+        """The host path for `path` (relative, or absolute under `workdir`) in the workspace."""
+        self._check_running()
+        pure = PurePosixPath(path)
+        if pure.is_absolute():
+            try:
+                pure = pure.relative_to(self.workdir)
+            except ValueError:
+                raise WorkspacePathError(
+                    f"{path} is not under the workspace {self.workdir}"
+                ) from None
+        if not pure.parts or ".." in pure.parts:
+            raise WorkspacePathError(f"{path!r} does not name a file inside the workspace")
+        workspace = self.workspace.resolve()
+        parent = (workspace / pure).parent.resolve()
+        if parent != workspace and workspace not in parent.parents:
+            raise WorkspacePathError(f"{path} leads outside the workspace through a symlink")
+        return parent / pure.name
+
+    def _write(self, target: Path, payload: bytes, mode: int) -> None:
+        workspace = self.workspace.resolve()
+        created: list[Path] = []
+        for directory in reversed([target.parent, *target.parent.parents]):
+            if workspace in directory.parents and not directory.exists():
+                directory.mkdir()
+                created.append(directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        try:
+            fd = os.open(target, flags, mode)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise WorkspacePathError(f"{target.name} is a symlink; it is not followed") from exc
+            raise
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(payload)
+        os.chmod(target, mode)
+        owner = self._owner()
+        if owner is not None:
+            for path in [*created, target]:
+                os.chown(path, *owner, follow_symlinks=False)
+
+
+def _read_no_follow(target: Path) -> bytes:
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WorkspacePathError(f"{target.name} is a symlink; it is not followed") from exc
+        raise
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            raise WorkspacePathError(f"{target.name} is not a regular file")
+        return stream.read()
+
+
+def _tree(root: Path) -> list[Path]:
+    """Everything under root, symlinks listed but not followed."""
+    found: list[Path] = []
+    for directory, dirnames, filenames in os.walk(root):
+        found.extend(Path(directory) / name for name in dirnames + filenames)
+    return found

@@ -1,0 +1,128 @@
+"""The bubblewrap backend: each command runs in fresh user, pid, network, ipc and uts namespaces.
+
+What a command sees: `/usr` (and the /bin, /lib... links or binds), `/etc` read-only with its
+secret files masked and a passwd naming the sandbox user, a private `/tmp` (tmpfs), a minimal
+`/dev`, its own `/proc`, and the workspace read-write at `/workspace`. Nothing else of the host
+is mounted: not /home, /root, /tmp, /var, /run, /work, nor the directory holding the workspace,
+so host files cannot be read whatever their permissions. Only loopback exists unless the network
+is enabled (`--share-net`). It runs as uid 1000 with no capabilities, cannot make user
+namespaces of its own, and is in a new session (no terminal injection).
+
+Invariants: bwrap runs with --die-with-parent and a pid namespace, so killing the bwrap process
+(the process group `process.run_process_tree` kills) kills every process of the command, even
+ones that called setsid; nothing survives a command. rlimits come from `prlimit`; when temper is
+root, bwrap runs as nobody on the host (see process.py) and the workspace is owned by nobody.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from runtime.sandbox.base import BackendStatus, CommandResult, Sandbox, SandboxOptions
+from runtime.sandbox.errors import SandboxError, SandboxUnavailable
+from runtime.sandbox.process import rlimit_prefix, run_process_tree, sandbox_identity
+
+SANDBOX_UID = 1000
+_TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# fmt: off
+_ETC_SECRETS = (
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+    "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private",
+)
+# fmt: on
+_PASSWD = f"""root:x:0:0:root:/root:/bin/sh
+sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/workspace:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+"""
+_GROUP = f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
+
+
+class BwrapSandbox(Sandbox):
+    name = "bwrap"
+    workdir = "/workspace"
+
+    @classmethod
+    async def probe(cls, options: SandboxOptions) -> BackendStatus:
+        if shutil.which("bwrap") is None:
+            return BackendStatus(
+                cls.name, False, "bwrap not found: install bubblewrap (apt-get install bubblewrap)"
+            )
+        sandbox = cls(options)
+        try:
+            await sandbox.start()
+            result = await sandbox.run("true", timeout_s=10)
+        except SandboxError as exc:
+            return BackendStatus(cls.name, False, str(exc))
+        finally:
+            await sandbox.stop()
+        if not result.ok:
+            first_line = result.output.strip().splitlines()[:1] or [f"exit code {result.exit_code}"]
+            return BackendStatus(
+                cls.name, False, f"bwrap cannot make a sandbox here: {first_line[0]}"
+            )
+        who = "as nobody (temper runs as root)" if sandbox_identity() else "as the current user"
+        return BackendStatus(cls.name, True, f"namespaces and rlimits, {who}")
+
+    def _owner(self) -> tuple[int, int] | None:
+        return sandbox_identity()
+
+    async def _boot(self) -> None:
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxUnavailable(
+                "bwrap not found: install bubblewrap (apt-get install bubblewrap)"
+            )
+        self._bwrap = bwrap
+        etc = self.workspace.parent / "etc"
+        etc.mkdir(mode=0o755)
+        (etc / "passwd").write_text(_PASSWD)
+        (etc / "group").write_text(_GROUP)
+
+    async def _run(self, command: str, timeout_s: float) -> CommandResult:
+        identity = sandbox_identity()
+        return await run_process_tree(
+            rlimit_prefix(self.options.limits, identity) + self._bwrap_argv(command),
+            command=command,
+            cwd=str(self.workspace.parent),
+            env=self._environment("/tmp"),
+            identity=identity,
+            timeout_s=timeout_s,
+            max_output_bytes=self.options.max_output_bytes,
+        )
+
+    async def _shutdown(self) -> None:
+        return None  # no process outlives a command; the base class deletes the directory
+
+    # fmt: off
+    def _bwrap_argv(self, command: str) -> list[str]:
+        etc = self.workspace.parent / "etc"
+        argv = [
+            self._bwrap,
+            "--unshare-all", "--unshare-user", "--disable-userns",
+            *(["--share-net"] if self.options.network else []),
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
+            "--ro-bind", "/usr", "/usr",
+        ]
+        for path in _TOP_LEVEL:
+            if os.path.islink(path):
+                argv += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                argv += ["--ro-bind", path, path]
+        argv += ["--ro-bind", "/etc", "/etc"]
+        for path in _ETC_SECRETS:
+            if os.path.isdir(path) and not os.path.islink(path):
+                argv += ["--tmpfs", path]
+            elif os.path.lexists(path):
+                argv += ["--ro-bind", "/dev/null", path]
+        argv += [
+            "--ro-bind", str(etc / "passwd"), "/etc/passwd",
+            "--ro-bind", str(etc / "group"), "/etc/group",
+            "--dev", "/dev", "--proc", "/proc",
+            "--size", str(self.options.limits.memory_bytes), "--tmpfs", "/tmp",
+            "--bind", str(self.workspace), self.workdir, "--chdir", self.workdir,
+            "--", "/bin/sh", "-c", command,
+        ]
+        return argv
+    # fmt: on

@@ -1,0 +1,154 @@
+"""Run one command as a host process tree: rlimits, bounded output, and a whole-group kill.
+
+The `local` and `bwrap` backends both end up here: a process started in a new session (so it
+leads its own process group), whose output is read into a `BoundedOutput`, and whose group gets
+SIGKILL as soon as the command's own process exits (not when its pipe closes) or its timeout
+passes, so nothing it left in the background keeps
+running (for bwrap, killing bwrap also tears down the pid namespace: see bwrap_sandbox).
+
+Invariants:
+- No Python runs between fork and exec: rlimits are set by `prlimit` (util-linux) execing the
+  command, and the uid/gid drop is done by subprocess's C code. This matters because the
+  docker backend and asyncio.to_thread keep threads alive in the same process.
+- When temper runs as root, commands run as `nobody` (65534:65534): the kernel never applies
+  RLIMIT_NPROC to uid 0, so as root a fork bomb would not be stopped.
+- RLIMIT_NPROC counts every thread of the user on the host, so it is set to the threads the
+  user already has plus `Limits.pids`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+
+from runtime.sandbox.base import KILLED_EXIT_CODE, CommandResult, Limits
+from runtime.sandbox.errors import SandboxUnavailable
+from runtime.sandbox.output import BoundedOutput
+
+NOBODY = (65534, 65534)
+_DRAIN_S = 1.0  # after the kill, how long to wait for pipe holders that escaped the group
+
+
+def sandbox_identity() -> tuple[int, int] | None:
+    """The host uid/gid commands run as: nobody when we are root, else ourselves (None)."""
+    return NOBODY if os.geteuid() == 0 else None
+
+
+def rlimit_prefix(limits: Limits, identity: tuple[int, int] | None) -> list[str]:
+    """`prlimit ... --` that applies `limits` to the command that follows it."""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        raise SandboxUnavailable("prlimit not found: install util-linux")
+    uid = identity[0] if identity else os.getuid()
+    return [
+        prlimit,
+        f"--as={limits.memory_bytes}",
+        f"--nproc={_threads_of(uid) + limits.pids}",
+        f"--fsize={limits.file_size_bytes}",
+        f"--nofile={limits.open_files}",
+        f"--cpu={limits.cpu_seconds}",
+        "--core=0",
+        "--",
+    ]
+
+
+async def run_process_tree(
+    argv: list[str],
+    *,
+    command: str,
+    cwd: str,
+    env: Mapping[str, str],
+    identity: tuple[int, int] | None,
+    timeout_s: float,
+    max_output_bytes: int,
+) -> CommandResult:
+    """Run argv in a new session; SIGKILL its process group on exit, timeout or cancellation."""
+    started = time.monotonic()
+    output = BoundedOutput(max_output_bytes)
+    transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+        lambda: _CommandProtocol(output),
+        *argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        user=identity[0] if identity else None,
+        group=identity[1] if identity else None,
+        extra_groups=[] if identity else None,
+    )
+    try:
+        try:
+            await asyncio.wait_for(protocol.exited.wait(), timeout_s)
+            timed_out = False
+        except TimeoutError:
+            timed_out = True
+        _kill_group(transport.get_pid())
+        await protocol.exited.wait()
+        # A process outside the group may hold the pipe open: keep what was read by then.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(protocol.closed.wait(), _DRAIN_S)
+    except BaseException:
+        _kill_group(transport.get_pid())
+        raise
+    finally:
+        transport.close()
+    returncode = transport.get_returncode()
+    if timed_out or returncode is None:
+        exit_code = KILLED_EXIT_CODE
+    else:
+        exit_code = 128 - returncode if returncode < 0 else returncode
+    return CommandResult(
+        command=command,
+        exit_code=exit_code,
+        output=output.render(),
+        timed_out=timed_out,
+        duration_s=time.monotonic() - started,
+        output_bytes=output.total_bytes,
+        elided_bytes=output.elided_bytes,
+    )
+
+
+class _CommandProtocol(asyncio.SubprocessProtocol):
+    """Feeds output into the buffer; tells apart "the process exited" (`exited`) from "every
+    pipe is closed" (`closed`), which a background process can delay forever."""
+
+    def __init__(self, output: BoundedOutput) -> None:
+        self.output = output
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.output.feed(data)
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is already empty
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _threads_of(uid: int) -> int:
+    """How many threads the host user `uid` runs now (what RLIMIT_NPROC counts)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except (FileNotFoundError, PermissionError):
+            continue  # the process ended while we looked, or is not ours to inspect
+    return count

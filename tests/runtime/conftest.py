@@ -1,0 +1,60 @@
+"""Fixtures for the sandbox tests: `sandbox_backend` is every backend, skipped with its probe's
+reason where it cannot run here (docker needs DOCKER_HOST pointing at a live engine with the
+temper-sandbox image: `eval "$(.ci/docker-up)"`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from runtime.sandbox import (
+    BackendStatus,
+    Limits,
+    Sandbox,
+    SandboxOptions,
+    available_backends,
+    open_sandbox,
+)
+
+TEST_OPTIONS = SandboxOptions(
+    limits=Limits(memory_bytes=256 << 20, pids=64, cpu_seconds=30, file_size_bytes=64 << 20),
+    max_output_bytes=4096,
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "escape(kind): a sandbox escape attempt of this kind")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def sandbox_options() -> SandboxOptions:
+    """Small limits, so that bombs hit them quickly, and a 4 KiB output bound."""
+    return TEST_OPTIONS
+
+
+@pytest.fixture(scope="session")
+def sandbox_statuses() -> dict[str, BackendStatus]:
+    return {status.name: status for status in asyncio.run(available_backends(TEST_OPTIONS))}
+
+
+@pytest.fixture(params=["docker", "bwrap", "local"])
+def sandbox_backend(
+    request: pytest.FixtureRequest, sandbox_statuses: dict[str, BackendStatus]
+) -> str:
+    status = sandbox_statuses[request.param]
+    if not status.available:
+        pytest.skip(f"{status.name} sandbox unavailable: {status.detail}")
+    return status.name
+
+
+@pytest.fixture
+async def sandbox(sandbox_backend: str) -> AsyncIterator[Sandbox]:
+    async with open_sandbox(sandbox_backend, options=TEST_OPTIONS) as started:  # type: ignore[arg-type]
+        yield started

@@ -1,0 +1,79 @@
+"""Choosing a backend: auto picks the strongest that works, never local; names are honoured or
+refused with what to install; `available_backends` reports all three for `temper doctor`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.sandbox import (
+    BackendStatus,
+    LocalSandbox,
+    SandboxOptions,
+    SandboxUnavailable,
+    available_backends,
+    open_sandbox,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_available_backends_lists_all_three_strongest_first() -> None:
+    statuses = await available_backends()
+    assert [status.name for status in statuses] == ["docker", "bwrap", "local"]
+    assert all(status.detail for status in statuses)
+
+
+async def test_auto_picks_the_strongest_available(
+    sandbox_statuses: dict[str, BackendStatus],
+) -> None:
+    expected = next((n for n in ("docker", "bwrap") if sandbox_statuses[n].available), None)
+    if expected is None:
+        pytest.skip("neither docker nor bwrap works here")
+    async with open_sandbox("auto") as sandbox:
+        assert sandbox.name == expected
+        assert sandbox.warning is None
+        assert (await sandbox.run("echo ok", timeout_s=10)).output == "ok\n"
+
+
+async def test_auto_refuses_to_fall_back_to_local(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on PATH
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(SandboxUnavailable) as raised:
+        await open_sandbox("auto")
+    message = str(raised.value)
+    assert "apt-get install bubblewrap" in message and "'local'" in message
+    assert "docker engine not reachable" in message
+
+
+async def test_a_named_backend_that_cannot_run_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(SandboxUnavailable, match="not reachable"):
+        await open_sandbox("docker")
+
+
+async def test_a_missing_image_says_how_to_build_it(
+    sandbox_statuses: dict[str, BackendStatus],
+) -> None:
+    if not sandbox_statuses["docker"].available:
+        pytest.skip(f"docker sandbox unavailable: {sandbox_statuses['docker'].detail}")
+    options = SandboxOptions(docker_image="temper-no-such-image:0")
+    with pytest.raises(SandboxUnavailable, match="docker-up"):
+        await open_sandbox("docker", options=options)
+
+
+async def test_an_unknown_backend_is_refused() -> None:
+    with pytest.raises(SandboxUnavailable, match="auto, docker, bwrap or local"):
+        await open_sandbox("chroot")  # type: ignore[arg-type]
+
+
+async def test_local_is_opt_in_and_carries_a_warning() -> None:
+    async with open_sandbox("local") as sandbox:
+        assert isinstance(sandbox, LocalSandbox)
+        assert sandbox.warning and "NO isolation" in sandbox.warning
+    assert "no isolation" in next(s for s in await available_backends() if s.name == "local").detail
