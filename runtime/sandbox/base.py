@@ -13,7 +13,9 @@ Invariants:
   races a running command.
 - When a command returns (exit or timeout), nothing it started is still running: backends kill
   the whole process tree (process group, pid namespace or container processes). A server a task
-  needs must therefore be started in the same command that uses it.
+  needs must therefore be started in the same command that uses it. Likewise /tmp is scratch
+  that may not outlive a command (bwrap gives each command a new one): state lives in the
+  workspace.
 - Files are read and written from the host side, but never through a symlink or `..` that leaves
   the workspace (the sandbox may have planted links). New files are owned by the sandbox's user.
 - Commands see a clean environment: `PATH`, `HOME`, `TMPDIR`, `LANG`, `TERM` and the caller's
@@ -167,11 +169,13 @@ class Sandbox(ABC):
             return await self._run(command, timeout_s)
 
     async def read_file(self, path: str) -> bytes:
+        """The bytes of a workspace file (FileNotFoundError if there is none)."""
         async with self._lock:
             target = self._resolve(path)
-            return await asyncio.to_thread(_read_no_follow, target)
+            return await asyncio.to_thread(_read_regular, target)
 
     async def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """Create or replace a workspace file, making its parent directories."""
         payload = data.encode() if isinstance(data, str) else data
         async with self._lock:
             target = self._resolve(path)
@@ -226,18 +230,22 @@ class Sandbox(ABC):
 
     def _make_root(self, state: WorkspaceState) -> Path:
         root = Path(tempfile.mkdtemp(prefix="temper-sandbox-", dir=self.options.workdir_root))
-        root.chmod(0o711)
-        workspace, home = root / "workspace", root / "home"
-        workspace.mkdir()
-        home.mkdir(mode=0o700)
-        if isinstance(state, Snapshot):
-            restore_snapshot(state, workspace)
-        elif state is not None:
-            copy_tree(Path(state), workspace)
-        owner = self._owner()
-        if owner is not None:
-            for path in [home, workspace, *_tree(workspace)]:
-                os.chown(path, *owner, follow_symlinks=False)
+        try:
+            root.chmod(0o711)
+            workspace, home = root / "workspace", root / "home"
+            workspace.mkdir()
+            home.mkdir(mode=0o700)
+            if isinstance(state, Snapshot):
+                restore_snapshot(state, workspace)
+            elif state is not None:
+                copy_tree(Path(state), workspace)
+            owner = self._owner()
+            if owner is not None:
+                for path in [home, workspace, *_tree(workspace)]:
+                    os.chown(path, *owner, follow_symlinks=False)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
         return root
 
     def _resolve(self, path: str) -> Path:
@@ -261,38 +269,40 @@ class Sandbox(ABC):
 
     def _write(self, target: Path, payload: bytes, mode: int) -> None:
         workspace = self.workspace.resolve()
-        created: list[Path] = []
+        owner = self._owner()
         for directory in reversed([target.parent, *target.parent.parents]):
             if workspace in directory.parents and not directory.exists():
                 directory.mkdir()
-                created.append(directory)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-        try:
-            fd = os.open(target, flags, mode)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise WorkspacePathError(f"{target.name} is a symlink; it is not followed") from exc
-            raise
+                if owner is not None:
+                    os.chown(directory, *owner)
+        fd = _open_regular(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "wb") as stream:
+            os.fchmod(fd, mode)
+            if owner is not None:
+                os.fchown(fd, *owner)
             stream.write(payload)
-        os.chmod(target, mode)
-        owner = self._owner()
-        if owner is not None:
-            for path in [*created, target]:
-                os.chown(path, *owner, follow_symlinks=False)
 
 
-def _read_no_follow(target: Path) -> bytes:
+def _read_regular(target: Path) -> bytes:
+    with os.fdopen(_open_regular(target, os.O_RDONLY), "rb") as stream:
+        return stream.read()
+
+
+def _open_regular(target: Path, flags: int, mode: int = 0o644) -> int:
+    """Open a regular file, never through a final symlink, never blocking on a planted FIFO."""
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(target, flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise WorkspacePathError(f"{target.name} is a symlink; it is not followed") from exc
+        if exc.errno == errno.ENXIO:
+            raise WorkspacePathError(f"{target.name} is not a regular file") from exc
         raise
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-            raise WorkspacePathError(f"{target.name} is not a regular file")
-        return stream.read()
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise WorkspacePathError(f"{target.name} is not a regular file")
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _tree(root: Path) -> list[Path]:

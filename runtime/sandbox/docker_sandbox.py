@@ -8,6 +8,7 @@ The engine must see the host's filesystem (a local engine: DOCKER_HOST unix sock
 
 Invariants:
 - The docker SDK is blocking: every call runs in `asyncio.to_thread`, never on the event loop.
+  It is imported where used (~100 ms), so importing runtime does not pay for it.
 - pid 1 is a shell loop that reaps orphans and never exits. Every command is wrapped so that
   when it ends, `kill -9 -1` kills every other process of the sandbox user (all but pid 1 and
   the wrapper itself). On timeout the container is killed and started again (killing pid 1
@@ -21,11 +22,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import docker
-import docker.errors
-import docker.types
+if TYPE_CHECKING:
+    import docker
 
 from runtime.sandbox.base import (
     KILLED_EXIT_CODE,
@@ -68,6 +68,8 @@ class DockerSandbox(Sandbox):
             raise
 
     async def _shutdown(self) -> None:
+        import docker.errors
+
         try:
             await asyncio.to_thread(self._container.remove, force=True)
         except docker.errors.NotFound:
@@ -76,15 +78,20 @@ class DockerSandbox(Sandbox):
             self._client.close()
 
     async def _run(self, command: str, timeout_s: float) -> CommandResult:
+        import docker.errors
+
         started = time.monotonic()
         api = self._client.api
-        exec_id = await asyncio.to_thread(
-            api.exec_create,
-            self._container.id,
-            ["/bin/sh", "-c", _WRAPPER, "sh", command],
-            workdir=self.workdir,
-            environment=self._environment("/tmp"),
-        )
+        try:
+            exec_id = await asyncio.to_thread(
+                api.exec_create,
+                self._container.id,
+                ["/bin/sh", "-c", _WRAPPER, "sh", command],
+                workdir=self.workdir,
+                environment=self._environment("/tmp"),
+            )
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker could not run a command: {exc.explanation or exc}") from exc
         output = BoundedOutput(self.options.max_output_bytes)
         pump = asyncio.ensure_future(asyncio.to_thread(_pump, api, exec_id["Id"], output))
         try:
@@ -113,17 +120,16 @@ class DockerSandbox(Sandbox):
         )
 
     def _create_container(self) -> Any:
+        import docker.errors
+        import docker.types
+
         limits = self.options.limits
-        user = (
-            f"{CONTAINER_UID}:{CONTAINER_UID}"
-            if os.geteuid() == 0
-            else f"{os.getuid()}:{os.getgid()}"
-        )
+        uid, gid = self._owner() or (os.getuid(), os.getgid())
         try:
             container = self._client.containers.create(  # create, not run: run would pull
                 self.options.docker_image,
                 ["/bin/sh", "-c", _KEEPER],
-                user=user,
+                user=f"{uid}:{gid}",
                 hostname="sandbox",
                 network_mode=None if self.options.network else "none",
                 read_only=True,
@@ -170,6 +176,8 @@ class DockerSandbox(Sandbox):
 
         Used on timeout instead of an exec: a fork bomb at the pids limit leaves no room to exec.
         """
+        import docker.errors
+
         try:
             self._container.kill()
         except docker.errors.APIError as exc:
@@ -182,6 +190,8 @@ class DockerSandbox(Sandbox):
 
 
 def _connect() -> docker.DockerClient:
+    import docker
+
     try:
         client = docker.from_env()
         client.ping()
@@ -195,6 +205,8 @@ def _connect() -> docker.DockerClient:
 
 
 def _check_engine(image: str) -> str:
+    import docker.errors
+
     client = _connect()
     try:
         version = str(client.version().get("Version", "?"))

@@ -92,11 +92,11 @@ async def test_files_pass_both_ways(sandbox: Sandbox) -> None:
 
 
 async def test_file_paths_cannot_leave_the_workspace(sandbox: Sandbox) -> None:
-    await sandbox.run("ln -s /etc/hostname link; mkdir d; ln -s / d/root", 10)
-    for path in ["../escape", "/etc/hostname", "link", "d/root/etc/hostname"]:
+    await sandbox.run("ln -s /etc/hostname link; mkdir d; ln -s / d/root; mkfifo pipe", 10)
+    for path in ["../escape", "/etc/hostname", "link", "d/root/etc/hostname", "pipe", "d"]:
         with pytest.raises(WorkspacePathError):
             await sandbox.read_file(path)
-    for path in ["../escape", "link", "d/root/tmp/planted"]:
+    for path in ["../escape", "link", "d/root/tmp/planted", "pipe"]:
         with pytest.raises(WorkspacePathError):
             await sandbox.write_file(path, "x")
     assert not Path("/tmp/planted").exists()
