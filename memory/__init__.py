@@ -2,12 +2,15 @@
 with full-text search that finds the message that answers a question."""
 
 from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
+from .embedding import EmbeddingUnavailable, SentenceEmbedder
+from .hybrid import VectorIndex
 from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit
 from .store import MemoryStore
 
 __all__ = [
     "AddReport",
+    "EmbeddingUnavailable",
     "Fact",
     "ImportFormatError",
     "ImportReport",
@@ -18,7 +21,9 @@ __all__ = [
     "MigrationError",
     "NewMessage",
     "SearchHit",
+    "SentenceEmbedder",
     "UnknownRecordError",
+    "VectorIndex",
     "export_jsonl",
     "import_jsonl",
 ]

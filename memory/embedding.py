@@ -28,13 +28,15 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from .errors import MemoryStoreError
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 INSTALL_HINT = 'install the extra: pip install "temper[embeddings]"'
 
 
-class EmbeddingUnavailable(RuntimeError):
+class EmbeddingUnavailable(MemoryStoreError):
     """Hybrid search was asked for, but its optional dependencies are not installed."""
 
 

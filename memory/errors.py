@@ -3,7 +3,8 @@
     MemoryStoreError            anything memory/ raises on purpose
     ├── MigrationError          a migration failed; the database stays at the last good version
     ├── UnknownRecordError      a user, session, message or fact id that is not in the database
-    └── ImportFormatError       one JSON Lines record is unusable (carries the line number)
+    ├── ImportFormatError       one JSON Lines record is unusable (carries the line number)
+    └── EmbeddingUnavailable    hybrid search without the `embeddings` extra (embedding.py)
 
 A search never raises for what a person typed: any text is a valid query.
 """

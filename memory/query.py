@@ -25,7 +25,8 @@ STOP_WORDS = frozenset(
     over own re s same shan she should shouldn so some such t than that the their theirs them
     themselves then there these they this those through to too under until up ve very was
     wasn we were weren what when where which while who whom why will with won wouldn y you
-    your yours yourself yourselves tell told remember recall say said know""".split()
+    your yours yourself yourselves tell told remember recall say said know hey hi hello
+    please pls remind ok okay thanks thank yeah yes oh um uh btw anyway actually really""".split()
 )
 
 # Scripts whose words are not separated by spaces.
@@ -37,6 +38,10 @@ _UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
 _PHRASE = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
 _TOKEN = re.compile(r"[^\W_](?:[\w.'\u2019-]*[^\W_])?\*?")
 _WORD_PART = re.compile(r"[^\W_]+")
+_POSSESSIVE = re.compile(r"['\u2019]s\b", re.IGNORECASE)
+# Identifier-like tokens ("ERRCONN104", "0x8004", "db_prod"): worth a substring scan when
+# no tokenizer splits them the way they were typed.
+_IDENTIFIER = re.compile(r"[^\W_]*\d[\w.-]*|[A-Za-z]+_[\w.-]+")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class Term:
 class ParsedQuery:
     terms: list[Term] = field(default_factory=list)
     unspaced: list[str] = field(default_factory=list)  # fragments for the trigram index
+    identifiers: list[str] = field(default_factory=list)  # fragments for the substring scan
     raw: str = ""
 
     @property
@@ -66,6 +72,10 @@ def parse_query(text: str) -> ParsedQuery:
     """Split `text` into terms; never raises for any string."""
     text = text[:MAX_QUERY_CHARS].replace("\x00", " ")
     parsed = ParsedQuery(raw=text.strip())
+    parsed.identifiers = [
+        token for token in dict.fromkeys(_IDENTIFIER.findall(text)) if len(token) >= 3
+    ][:MAX_TERMS]
+    text = _POSSESSIVE.sub("", text)  # "grandma's soup": the message may say "grandma"
     candidates: list[Term] = []
     stop_terms: list[Term] = []
 

@@ -108,3 +108,18 @@ def test_common_word_queries_answer_from_the_newest_window(store: MemoryStore, m
 def test_limit_is_respected_and_bounded(chat: MemoryStore) -> None:
     assert len(found(chat, "the", limit=2)) == 2
     assert len(chat.search("the", user="ana", limit=10_000)) <= search_module.MAX_LIMIT
+
+
+def test_scoped_common_words_search_the_newest_rows_first_without_losing_rare_answers(
+    store: MemoryStore, monkeypatch
+) -> None:
+    monkeypatch.setattr(search_module, "PROBE_CAP", 20)
+    monkeypatch.setattr(search_module, "SCOPE_WINDOW", 10)
+    load(store, [("lisbon", "ana", "s", "my sister moved to Lisbon", 90)])
+    load(store, [(f"call{i}", "ana", "s", f"my sister called about dinner {i}", 50 - i * 0.1) for i in range(60)])
+    load(store, [(f"bo{i}", "bo", "t", "my sister called about dinner", 1) for i in range(30)])
+    # "sister" is dense in ana's scope, "lisbon" rare: the rare term's match is not floored.
+    assert found(store, "sister Lisbon")[0] == "lisbon"
+    # Only dense terms: the newest rows answer first.
+    newest = found(store, "sister called dinner", limit=5)
+    assert newest == ["call59", "call58", "call57", "call56", "call55"]
