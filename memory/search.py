@@ -355,7 +355,7 @@ def _snippet(
 
 def cut_snippet(content: str, needle: str, width: int = 120) -> str:
     """A snippet made by hand around `needle` (for scan hits)."""
-    at = content.lower().find(needle.lower())
+    at = content.lower().find(needle.lower()) if needle else -1
     if at < 0:
         return content[:width] + ("…" if len(content) > width else "")
     start = max(0, at - width // 2)
