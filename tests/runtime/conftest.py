@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import cast
 
 import pytest
 
 from runtime.sandbox import (
+    BackendName,
     BackendStatus,
     Limits,
     Sandbox,
@@ -47,14 +49,16 @@ def sandbox_statuses() -> dict[str, BackendStatus]:
 @pytest.fixture(params=["docker", "bwrap", "local"])
 def sandbox_backend(
     request: pytest.FixtureRequest, sandbox_statuses: dict[str, BackendStatus]
-) -> str:
+) -> BackendName:
     status = sandbox_statuses[request.param]
     if not status.available:
         pytest.skip(f"{status.name} sandbox unavailable: {status.detail}")
-    return status.name
+    return cast(BackendName, request.param)
 
 
 @pytest.fixture
-async def sandbox(sandbox_backend: str) -> AsyncIterator[Sandbox]:
-    async with open_sandbox(sandbox_backend, options=TEST_OPTIONS) as started:  # type: ignore[arg-type]
+async def sandbox(
+    sandbox_backend: BackendName, sandbox_options: SandboxOptions
+) -> AsyncIterator[Sandbox]:
+    async with open_sandbox(sandbox_backend, options=sandbox_options) as started:
         yield started

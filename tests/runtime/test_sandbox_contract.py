@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from runtime.sandbox import (
+    BackendName,
     Sandbox,
     SandboxOptions,
     SandboxStateError,
@@ -103,7 +104,7 @@ async def test_file_paths_cannot_leave_the_workspace(sandbox: Sandbox) -> None:
 
 
 async def test_snapshot_restores_into_a_fresh_sandbox(
-    sandbox: Sandbox, sandbox_backend: str, sandbox_options: SandboxOptions, tmp_path: Path
+    sandbox: Sandbox, sandbox_backend: BackendName, sandbox_options: SandboxOptions, tmp_path: Path
 ) -> None:
     await sandbox.write_file("data/numbers.txt", "1 2 3\n")
     await sandbox.write_file("run.sh", "#!/bin/sh\necho restored\n", mode=0o755)
@@ -113,7 +114,7 @@ async def test_snapshot_restores_into_a_fresh_sandbox(
     assert (await sandbox.snapshot(tmp_path / "store")) == snapshot, "same tree, same id"
     assert Snapshot.load(tmp_path / "store", snapshot.id) == snapshot
 
-    async with open_sandbox(sandbox_backend, workspace=snapshot, options=sandbox_options) as fresh:  # type: ignore[arg-type]
+    async with open_sandbox(sandbox_backend, workspace=snapshot, options=sandbox_options) as fresh:
         result = await fresh.run("cat link; ./run.sh; test -d empty/dir && echo dir", 10)
         assert result.output == "1 2 3\nrestored\ndir\n"
         await fresh.run("echo changed > data/numbers.txt", 10)
@@ -121,11 +122,11 @@ async def test_snapshot_restores_into_a_fresh_sandbox(
 
 
 async def test_commands_see_a_clean_environment_plus_what_is_given(
-    sandbox_backend: str, sandbox_options: SandboxOptions, monkeypatch: pytest.MonkeyPatch
+    sandbox_backend: BackendName, sandbox_options: SandboxOptions, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TEMPER_TEST_API_KEY", "sk-host-secret")
     options = replace(sandbox_options, env={"TASK_MODE": "replay"})
-    async with open_sandbox(sandbox_backend, options=options) as sandbox:  # type: ignore[arg-type]
+    async with open_sandbox(sandbox_backend, options=options) as sandbox:
         result = await sandbox.run("env", 10)
     assert "sk-host-secret" not in result.output
     assert "TASK_MODE=replay" in result.output and "PATH=" in result.output
