@@ -164,57 +164,24 @@ def _connector(name: str, enabled: bool, tokens: Mapping[str, SecretStr | None])
     return CheckResult(name, Status.OK, f"enabled, {shown}")
 
 
-async def check_docker(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
-    required = config.sandbox.backend == "docker"
-    try:
-        import docker
-    except ImportError as exc:
-        return [_sandbox("docker", required, f"docker SDK not importable: {exc}")]
+async def check_sandboxes(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
+    """Each sandbox backend's own probe (runtime.available_backends), strongest first."""
+    from runtime import available_backends
 
-    def ping() -> str:
-        client = docker.from_env(timeout=1, environment=dict(environ))
-        try:
-            client.ping()
-            return str(client.version().get("Version", "?"))
-        finally:
-            client.close()
-
-    try:
-        version = await asyncio.to_thread(ping)
-    except (docker.errors.DockerException, OSError) as exc:  # requests' errors are OSErrors
-        return [_sandbox("docker", required, f"engine not reachable: {_short(exc)}")]
-    return [CheckResult("docker", Status.OK, f"engine {version} reachable")]
-
-
-async def check_bwrap(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
-    required = config.sandbox.backend == "bwrap"
-    bwrap = shutil.which("bwrap", path=environ.get("PATH", os.defpath))
-    if bwrap is None:
-        return [_sandbox("bwrap", required, "not on PATH (apt-get install bubblewrap)")]
-    process = await asyncio.create_subprocess_exec(
-        bwrap, "--unshare-all", "--ro-bind", "/", "/", "true",
-        env=dict(environ), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        _, stderr = await asyncio.wait_for(process.communicate(), timeout=5)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return [_sandbox("bwrap", required, f"{bwrap} did not finish a trial run in 5 s")]
-    if process.returncode != 0:
-        reason = stderr.decode(errors="replace").strip() or f"exit code {process.returncode}"
-        return [_sandbox("bwrap", required, f"{bwrap} cannot create namespaces: {_short(reason)}")]
-    return [CheckResult("bwrap", Status.OK, f"{bwrap} runs sandboxes")]
-
-
-async def check_local(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
-    if config.sandbox.backend == "local":
-        detail = "chosen in sandbox.backend: commands run WITHOUT isolation, only rlimits"
-        return [CheckResult("local", Status.WARN, detail)]
-    return [
-        CheckResult("local", Status.OK, "available (weakest; only when sandbox.backend = 'local')")
-    ]
+    results = []
+    for status in await available_backends():
+        required = config.sandbox.backend == status.name
+        if status.name == "local":
+            if required:
+                detail = "chosen in sandbox.backend: commands run WITHOUT isolation, only rlimits"
+                results.append(CheckResult("local", Status.WARN, detail))
+            else:
+                results.append(CheckResult("local", Status.OK, "available (weakest; only when sandbox.backend = 'local')"))
+        elif status.available:
+            results.append(CheckResult(status.name, Status.OK, status.detail))
+        else:
+            results.append(_sandbox(status.name, required, status.detail))
+    return results
 
 
 async def check_model_endpoints(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
@@ -279,7 +246,7 @@ async def check_extras(config: Config, environ: Mapping[str, str]) -> list[Check
 
 
 CONFIG_CHECKS: list[Check] = [check_data_dir, check_database, check_secrets, check_model_endpoints]
-HOST_CHECKS: list[Check] = [check_docker, check_bwrap, check_local, check_extras]
+HOST_CHECKS: list[Check] = [check_sandboxes, check_extras]
 
 
 async def run_checks(
