@@ -31,14 +31,9 @@ class Message:
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    id: int
-    external_id: str | None
-    session: str
-    user: str
-    role: str
-    content: str
-    ts: float
+class SearchHit(Message):
+    """A message found by a search: higher `score` is better; `snippet` marks matches [like this]."""
+
     score: float
     snippet: str
 
