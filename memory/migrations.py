@@ -159,10 +159,36 @@ def m003_trigram_search(db: apsw.Connection) -> None:
     )
 
 
+def m004_conversation_turns(db: apsw.Connection) -> None:
+    # What a session must keep to be resumed exactly as the model saw it: the tool calls an
+    # assistant message made (JSON list of {id, name, arguments}), which call a tool message
+    # answers, and summaries that stand in for older turns once a session is compacted.
+    # Episodes learn which messages began and ended them, and why they got their reward.
+    db.execute(
+        """
+        alter table messages add column tool_calls text;
+        alter table messages add column tool_call_id text;
+        create table session_summaries (
+            id integer primary key,
+            session_id integer not null references sessions(id) on delete cascade,
+            through_message_id integer not null,
+            summary text not null,
+            created_at real not null
+        );
+        create index session_summaries_session on session_summaries(session_id, through_message_id);
+        alter table episodes add column request_message_id integer references messages(id) on delete set null;
+        alter table episodes add column reply_message_id integer references messages(id) on delete set null;
+        alter table episodes add column reward_reason text;
+        create index episodes_session on episodes(session_id, id);
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
     m003_trigram_search,
+    m004_conversation_turns,
 ]
 
 

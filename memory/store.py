@@ -18,8 +18,10 @@ import time
 
 import apsw
 
-from . import maintenance, search
+from . import conversation, episodes, maintenance, search
+from .conversation import Summary, ToolCallRecord, Turn, encode_tool_calls
 from .database import connect
+from .episodes import Episode
 from .errors import UnknownRecordError
 from .migrations import migrate
 from .records import ROLES, AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit
@@ -170,8 +172,14 @@ class MemoryStore:
         content: str,
         ts: float | None = None,
         external_id: str | None = None,
+        tool_calls: list[ToolCallRecord] | tuple[ToolCallRecord, ...] = (),
+        tool_call_id: str | None = None,
     ) -> int:
-        """Store one message; return its id (the existing one if `external_id` is known)."""
+        """Store one message; return its id (the existing one if `external_id` is known).
+
+        `tool_calls` (assistant messages) and `tool_call_id` (tool results) keep a session
+        resumable exactly as the model saw it.
+        """
         _check_role(role)
         with self._writing() as db:
             if external_id is not None:
@@ -181,10 +189,13 @@ class MemoryStore:
                 if row is not None:
                     return row[0]
             db.execute(
-                "insert into messages(session_id, user_id, role, content, ts, external_id)"
-                " values (?, ?, ?, ?, ?, ?)",
-                (session_id, user_id, role, content, time.time() if ts is None else ts, external_id),
-            )
+                "insert into messages(session_id, user_id, role, content, ts, external_id,"
+                " tool_calls, tool_call_id) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id, user_id, role, content, time.time() if ts is None else ts,
+                    external_id, encode_tool_calls(tool_calls), tool_call_id,
+                ),
+            )  # fmt: skip
             message_id = db.last_insert_rowid()
             db.execute("update sessions set updated_at = ? where id = ?", (time.time(), session_id))
         return message_id
@@ -258,6 +269,41 @@ class MemoryStore:
                 return
             yield from (Message(*row) for row in rows)
             last = rows[-1][0]
+
+    # --- conversations and episodes ---------------------------------------------------
+
+    def conversation(self, session_id: int, limit: int | None = None) -> tuple[Summary | None, list[Turn]]:
+        """The latest summary of the session and the newest `limit` turns after it."""
+        summary = conversation.latest_summary(self.db, session_id)
+        after = 0 if summary is None else summary.through_message_id
+        return summary, conversation.turns_after(self.db, session_id, after, limit)
+
+    def add_summary(self, session_id: int, through_message_id: int, text: str) -> None:
+        """Let `text` stand in for the session's turns up to `through_message_id`."""
+        with self._writing() as db:
+            conversation.add_summary(db, session_id, through_message_id, text, time.time())
+
+    def start_episode(self, session_id: int, user_id: int, task: str, request_message_id: int | None = None) -> int:
+        with self._writing() as db:
+            return episodes.start(db, session_id, user_id, task, request_message_id, time.time())
+
+    def finish_episode(self, episode_id: int, status: str, reply_message_id: int | None = None) -> None:
+        with self._writing() as db:
+            episodes.finish(db, episode_id, status, reply_message_id, time.time())
+
+    def record_reward(self, episode_id: int, reward: float, source: str, reason: str = "") -> bool:
+        """Store a reward unless a higher-ranked source gave one (user > verifier > judge)."""
+        with self._writing() as db:
+            return episodes.record_reward(db, episode_id, reward, source, reason)
+
+    def episode(self, episode_id: int) -> Episode:
+        found = episodes.get(self.db, episode_id)
+        if found is None:
+            raise UnknownRecordError(f"no episode with id {episode_id}")
+        return found
+
+    def latest_episode(self, session_id: int) -> Episode | None:
+        return episodes.latest_in_session(self.db, session_id)
 
     # --- facts ----------------------------------------------------------------------------
 
