@@ -184,11 +184,17 @@ def m004_conversation_turns(db: apsw.Connection) -> None:
     )
 
 
+def m005_session_workspaces(db: apsw.Connection) -> None:
+    # The snapshot a session's sandbox workspace was last put away as (runtime/workspaces.py).
+    db.execute("alter table sessions add column workspace_snapshot text")
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
     m003_trigram_search,
     m004_conversation_turns,
+    m005_session_workspaces,
 ]
 
 

@@ -95,6 +95,12 @@ class MemoryStore:
         self._user_ids[handle] = user_id
         return user_id
 
+    def user_handle(self, user_id: int) -> str:
+        row = self.db.execute("select handle from users where id = ?", (user_id,)).fetchone()
+        if row is None:
+            raise UnknownRecordError(f"no user with id {user_id}")
+        return row[0]
+
     def user_id(self, handle: str) -> int | None:
         row = self.db.execute("select id from users where handle = ?", (handle,)).fetchone()
         return None if row is None else row[0]
@@ -156,6 +162,14 @@ class MemoryStore:
             session_id = row[0]
         self._session_ids[key] = session_id
         return session_id
+
+    def workspace_snapshot(self, session_id: int) -> str | None:
+        row = self.db.execute("select workspace_snapshot from sessions where id = ?", (session_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_workspace_snapshot(self, session_id: int, snapshot_id: str) -> None:
+        with self._writing() as db:
+            db.execute("update sessions set workspace_snapshot = ? where id = ?", (snapshot_id, session_id))
 
     def session_id(self, key: str) -> int | None:
         row = self.db.execute("select id from sessions where key = ?", (key,)).fetchone()

@@ -1,0 +1,307 @@
+"""The agent loop. One turn, top to bottom:
+
+    receive -> plan -> execute -> return -> evaluate -> learn
+
+- receive: store the person's message (once, by platform message id), find their session.
+- plan: build the planner's context (runtime/context.py).
+- execute: call the planner; run the tools it asks for until it answers. Tool failures are
+  data the planner sees ("Error: ..."); a planner that stays unreachable after retries and
+  fallbacks ends the turn with TurnFailed; bugs raise.
+- return: store the reply and yield it, so the connector can send it at once.
+- evaluate: score the turn (runtime/evaluate.py). This departs from DESIGN.md's order
+  (evaluate, then return) on purpose: a judge call on the reply path would add a model call
+  of latency to every answer, and nothing in the reply depends on the score.
+- learn: off the reply path, compact the session if it grew long. (Later issues add the user
+  model and skills here.)
+
+Everything observable is an event (runtime/events.py); the loop itself never prints or logs.
+A turn cancelled part way (Ctrl-C in the CLI) leaves its episode `abandoned`; what was said
+and done until then stays stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory import MemoryStore, ToolCallRecord
+
+from runtime import evaluate
+from runtime.compaction import CompactionSettings, compact_if_long
+from runtime.context import ContextSettings, SessionRef, build_messages
+from runtime.events import (
+    ApprovalRequested,
+    Evaluated,
+    Event,
+    ModelCalled,
+    Replied,
+    ReplyDelta,
+    ToolCalled,
+    ToolReturned,
+    TurnFailed,
+    TurnStarted,
+)
+from runtime.inbound import Inbound
+from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall
+from runtime.tools import ApprovalRequest, ToolContext, Toolbox, ToolResult
+from runtime.workspaces import Workspaces
+
+APPROVAL_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_tool_rounds: int = 16
+    context: ContextSettings = field(default_factory=ContextSettings)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    judge_turns_without_tools: bool = False
+    stream: bool = True  # ReplyDelta events as text arrives (litellm streaming costs ~8 ms more a call)
+
+
+@dataclass
+class _Turn:
+    """What one turn accumulates while it runs."""
+
+    session: SessionRef
+    inbound: Inbound
+    episode_id: int
+    messages: list[dict[str, Any]]
+    reply: str = ""
+    tools_used: int = 0
+    context: ToolContext | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        store: MemoryStore,
+        planner: ChatModel,
+        toolbox: Toolbox,
+        workspaces: Workspaces,
+        judge: ChatModel | None = None,
+        settings: AgentSettings | None = None,
+    ) -> None:
+        self.store = store
+        self.planner = planner
+        self.toolbox = toolbox
+        self.workspaces = workspaces
+        self.judge = judge
+        self.settings = settings or AgentSettings()
+        # per session: the rules and commands the operator allowed for the rest of it
+        self._standing: dict[int, tuple[set[str], set[str]]] = {}
+        self._learning: set[asyncio.Task[None]] = set()
+
+    async def turn(self, inbound: Inbound) -> AsyncIterator[Event]:
+        """Answer one message; yields the turn's events in order (see runtime/events.py)."""
+        session, request_id = self.receive(inbound)
+        episode_id = self.store.start_episode(session.id, session.user_id, inbound.text, request_id)
+        yield TurnStarted(session.key, episode_id)
+        turn = _Turn(session, inbound, episode_id, self.plan(session, inbound.text))
+        finished = False
+        try:
+            async for event in self.execute(turn):
+                yield event
+            finished = True
+        except ModelError as error:
+            self.store.finish_episode(episode_id, "failed")
+            yield TurnFailed(str(error), episode_id)
+            return
+        finally:
+            if not finished and self.store.episode(episode_id).status == "running":
+                self.store.finish_episode(episode_id, "abandoned")
+        yield self.reply(turn)
+        yield await self.evaluate(turn)
+        self.learn(session)
+
+    # --- receive ---------------------------------------------------------------------------
+
+    def receive(self, inbound: Inbound) -> tuple[SessionRef, int]:
+        """Store the message once (a repeated platform message id finds the stored one)."""
+        user_id = self.store.user_for_identity(*inbound.identity)
+        if user_id is None:
+            user_id = self.store.ensure_user(f"{inbound.platform}:{inbound.user_id}", inbound.user_name)
+            self.store.link_identity(inbound.platform, inbound.user_id, user_id)
+        handle = self.store.user_handle(user_id)
+        session_id = self.store.ensure_session(
+            inbound.session_key,
+            platform=inbound.platform,
+            chat_id=inbound.chat_id,
+            thread_id=inbound.thread_id,
+            user_id=user_id,
+        )
+        external_id = (
+            f"{inbound.platform}:{inbound.chat_id}:{inbound.platform_message_id}"
+            if inbound.platform_message_id is not None
+            else None
+        )
+        message_id = self.store.add_message(
+            session_id=session_id, user_id=user_id, role="user", content=inbound.text, external_id=external_id
+        )
+        return SessionRef(session_id, inbound.session_key, user_id, handle), message_id
+
+    # --- plan ------------------------------------------------------------------------------
+
+    def plan(self, session: SessionRef, question: str) -> list[dict[str, Any]]:
+        return build_messages(self.store, session, question, self.settings.context)
+
+    # --- execute ---------------------------------------------------------------------------
+
+    async def execute(self, turn: _Turn) -> AsyncIterator[Event]:
+        schemas = self.toolbox.schemas()
+        for _ in range(self.settings.max_tool_rounds):
+            if self.settings.stream:
+                reply: ModelReply | None = None
+                async for item in self.planner.stream(turn.messages, schemas):
+                    if isinstance(item, TextDelta):
+                        yield ReplyDelta(item.text)
+                    else:
+                        reply = item
+                if reply is None:
+                    raise RuntimeError("a model stream ended without its reply")  # runtime/models guarantees one
+            else:
+                reply = await self.planner.complete(turn.messages, schemas)
+            usage = reply.usage
+            yield ModelCalled(reply.model, usage.prompt_tokens, usage.completion_tokens, reply.latency_s, len(reply.tool_calls))
+            if not reply.tool_calls:
+                turn.reply = reply.text
+                return
+            self._remember_assistant(turn, reply)
+            for call in reply.tool_calls:
+                yield ToolCalled(call.id, call.name, call.arguments)
+                result: ToolResult | None = None
+                async for item in self._run_tool(turn, call):
+                    if isinstance(item, ApprovalRequested):
+                        yield item
+                    else:
+                        result = item
+                assert result is not None
+                turn.tools_used += 1
+                turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": result.text})
+                self.store.add_message(
+                    session_id=turn.session.id, user_id=turn.session.user_id, role="tool",
+                    content=result.text, tool_call_id=call.id,
+                )  # fmt: skip
+                yield ToolReturned(call.id, call.name, result.text, result.is_error, result.duration_s)
+        turn.reply = (
+            f"I stopped after {self.settings.max_tool_rounds} rounds of tool calls without finishing. "
+            "Tell me how to continue, or narrow the task."
+        )
+
+    def _remember_assistant(self, turn: _Turn, reply: ModelReply) -> None:
+        turn.messages.append(reply.to_message())
+        self.store.add_message(
+            session_id=turn.session.id,
+            user_id=turn.session.user_id,
+            role="assistant",
+            content=reply.text,
+            tool_calls=[ToolCallRecord(c.id, c.name, c.arguments) for c in reply.tool_calls],
+        )
+
+    async def _run_tool(self, turn: _Turn, call: ToolCall) -> AsyncIterator[ApprovalRequested | ToolResult]:
+        """Run one tool call, yielding any approval it asks for, then its result."""
+        requests: asyncio.Queue[ApprovalRequested] = asyncio.Queue()
+        context = await self._tool_context(turn, requests)
+        task = asyncio.create_task(self.toolbox.call(call.name, call.arguments, context))
+        try:
+            while not task.done():
+                waiting = asyncio.create_task(requests.get())
+                await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                if waiting.done():
+                    yield waiting.result()
+                else:
+                    waiting.cancel()
+            yield task.result()
+        finally:
+            if not task.done():  # the turn was cancelled while the tool ran
+                task.cancel()
+
+    async def _tool_context(self, turn: _Turn, requests: asyncio.Queue[ApprovalRequested]) -> ToolContext:
+        session = turn.session
+        standing = self._standing.setdefault(session.id, (set(), set()))
+
+        async def approve(request: ApprovalRequest) -> bool:
+            event = ApprovalRequested(
+                request.command, request.reason, request.rule, asyncio.get_running_loop().create_future()
+            )
+            await requests.put(event)
+            try:
+                approved, remember = await asyncio.wait_for(asyncio.shield(event.decision), APPROVAL_TIMEOUT_S)
+            except TimeoutError:
+                return False
+            if approved and remember:
+                context.allow_for_session(request, whole_rule=True)
+            return approved
+
+        sandbox = await self.workspaces.get(session.id, self.store.workspace_snapshot(session.id))
+        context = ToolContext(
+            user=session.user_handle,
+            sandbox=sandbox,
+            memory=self.store,
+            session_id=session.id,
+            approve=approve,
+            allowed_rules=standing[0],
+            allowed_commands=standing[1],
+        )
+        return context
+
+    # --- return ----------------------------------------------------------------------------
+
+    def reply(self, turn: _Turn) -> Replied:
+        session = turn.session
+        message_id = self.store.add_message(
+            session_id=session.id, user_id=session.user_id, role="assistant", content=turn.reply
+        )
+        turn.messages.append({"role": "assistant", "content": turn.reply})
+        self.store.finish_episode(turn.episode_id, "succeeded", message_id)
+        return Replied(turn.reply, message_id, turn.episode_id)
+
+    # --- evaluate ---------------------------------------------------------------------------
+
+    async def evaluate(self, turn: _Turn) -> Evaluated:
+        if turn.inbound.verifier is not None:
+            sandbox = await self.workspaces.get(turn.session.id, self.store.workspace_snapshot(turn.session.id))
+            score = await evaluate.verify(sandbox.run, turn.inbound.verifier)
+        elif self.judge is not None and (turn.tools_used or self.settings.judge_turns_without_tools):
+            score = await evaluate.judge(self.judge, turn.inbound.text, turn.messages, turn.reply)
+        else:
+            score = evaluate.Score(None, None, "nothing to score: no verifier and no tool work")
+        if score.reward is not None and score.source is not None:
+            self.store.record_reward(turn.episode_id, score.reward, score.source, score.reason)
+        return Evaluated(turn.episode_id, score.reward, score.source, score.reason)
+
+    def feedback(self, session_key: str, good: bool) -> int | None:
+        """A person's /good or /bad on the session's latest episode; its id, or None."""
+        session_id = self.store.session_id(session_key)
+        episode = None if session_id is None else self.store.latest_episode(session_id)
+        if episode is None:
+            return None
+        self.store.record_reward(episode.id, 1.0 if good else 0.0, "user", "/good" if good else "/bad")
+        return episode.id
+
+    # --- learn -----------------------------------------------------------------------------
+
+    def learn(self, session: SessionRef) -> None:
+        """Start the after-reply work in the background (its failures end up in `drain`)."""
+        task = asyncio.create_task(self._learn(session))
+        self._learning.add(task)
+        task.add_done_callback(self._learning.discard)
+
+    async def _learn(self, session: SessionRef) -> None:
+        await compact_if_long(self.store, self.planner, session.id, self.settings.compaction)
+
+    async def drain(self) -> None:
+        """Wait for after-reply work; raise the first failure (bugs must not vanish)."""
+        if self._learning:
+            results = await asyncio.gather(*self._learning, return_exceptions=True)
+            for result in results:
+                if isinstance(result, ModelError):
+                    continue  # a summary postponed: the next turn tries again
+                if isinstance(result, BaseException):
+                    raise result
+
+    async def close(self) -> None:
+        await self.drain()
+        await self.workspaces.close()
+
