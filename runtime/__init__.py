@@ -1,8 +1,38 @@
-"""temper's runtime: the loop, models, tools and the sandboxes terminal work runs in.
+"""temper's runtime: the agent loop, models, tools, the command policy and the sandboxes.
 
-Public surface (other packages import from here, not from submodules).
+Public surface: other packages import from here, not from submodules.
 """
 
+from runtime.agent import Agent, AgentSettings
+from runtime.compaction import CompactionSettings
+from runtime.context import ContextSettings, fixed_overhead_messages
+from runtime.events import (
+    ApprovalRequested,
+    Evaluated,
+    Event,
+    ModelCalled,
+    Replied,
+    ReplyDelta,
+    ToolCalled,
+    ToolReturned,
+    TurnFailed,
+    TurnStarted,
+)
+from runtime.inbound import Inbound
+from runtime.models import (
+    ChatModel,
+    ModelAuthError,
+    ModelError,
+    ModelReply,
+    ModelSettings,
+    ModelUnreachable,
+    RetryPolicy,
+    TextDelta,
+    ToolCall,
+    count_tokens,
+    model_from_slot,
+)
+from runtime.policy import Verdict, assess
 from runtime.sandbox import (
     BackendName,
     BackendStatus,
@@ -16,17 +46,54 @@ from runtime.sandbox import (
     available_backends,
     open_sandbox,
 )
+from runtime.tools import ApprovalRequest, ToolContext, Toolbox, ToolResult, builtin_toolbox
+from runtime.workspaces import Workspaces
 
 __all__ = [
+    "Agent",
+    "AgentSettings",
+    "ApprovalRequest",
+    "ApprovalRequested",
     "BackendName",
     "BackendStatus",
+    "ChatModel",
     "CommandResult",
+    "CompactionSettings",
+    "ContextSettings",
+    "Evaluated",
+    "Event",
+    "Inbound",
     "Limits",
+    "ModelAuthError",
+    "ModelCalled",
+    "ModelError",
+    "ModelReply",
+    "ModelSettings",
+    "ModelUnreachable",
+    "Replied",
+    "ReplyDelta",
+    "RetryPolicy",
     "Sandbox",
     "SandboxError",
     "SandboxOptions",
     "SandboxUnavailable",
     "Snapshot",
+    "TextDelta",
+    "ToolCall",
+    "ToolCalled",
+    "ToolContext",
+    "ToolResult",
+    "ToolReturned",
+    "Toolbox",
+    "TurnFailed",
+    "TurnStarted",
+    "Verdict",
+    "Workspaces",
+    "assess",
     "available_backends",
+    "builtin_toolbox",
+    "count_tokens",
+    "fixed_overhead_messages",
+    "model_from_slot",
     "open_sandbox",
 ]
