@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+from pathlib import Path
+import sys
 import time
 from collections.abc import Awaitable, Callable
+
+# The repo root first: bench/memory.py would otherwise shadow the memory package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runtime.sandbox import BACKENDS, Sandbox, SandboxOptions, available_backends
 

@@ -83,6 +83,14 @@ def turns_after(db: apsw.Connection, session_id: int, after_id: int, limit: int 
     return turns
 
 
+def chars_after(db: apsw.Connection, session_id: int, after_id: int) -> int:
+    """Characters of the session's turns after `after_id` (a cheap size of the live history)."""
+    return db.execute(
+        "select coalesce(sum(length(content)), 0) from messages where session_id = ? and id > ?",
+        (session_id, after_id),
+    ).fetchone()[0]
+
+
 def add_summary(db: apsw.Connection, session_id: int, through_message_id: int, text: str, now: float) -> None:
     db.execute(
         "insert into session_summaries(session_id, through_message_id, summary, created_at)"

@@ -292,6 +292,11 @@ class MemoryStore:
         after = 0 if summary is None else summary.through_message_id
         return summary, conversation.turns_after(self.db, session_id, after, limit)
 
+    def history_chars(self, session_id: int) -> int:
+        """Characters of the turns after the session's latest summary."""
+        summary = conversation.latest_summary(self.db, session_id)
+        return conversation.chars_after(self.db, session_id, 0 if summary is None else summary.through_message_id)
+
     def add_summary(self, session_id: int, through_message_id: int, text: str) -> None:
         """Let `text` stand in for the session's turns up to `through_message_id`."""
         with self._writing() as db:

@@ -26,9 +26,9 @@ class CompactionSettings:
 
 async def compact_if_long(store: MemoryStore, planner: ChatModel, session_id: int, settings: CompactionSettings) -> bool:
     """Summarise the session's older turns if its history is long; True if it did."""
-    summary, turns = store.conversation(session_id)
-    if sum(len(turn.content) for turn in turns) < settings.threshold_chars:
+    if store.history_chars(session_id) < settings.threshold_chars:
         return False
+    summary, turns = store.conversation(session_id)
     older = _older_turns(turns, settings.keep_turns)
     if not older:
         return False

@@ -20,6 +20,9 @@ from memory import MemoryStore, Turn
 from runtime import prompts
 
 
+RECALL_SPARE = 6
+
+
 @dataclass(frozen=True)
 class ContextSettings:
     history_turns: int = 40
@@ -65,7 +68,8 @@ def _recall(store: MemoryStore, session: SessionRef, question: str, turns: list[
     if settings.recall_limit <= 0 or not question.strip():
         return []
     shown = {turn.id for turn in turns}
-    hits = store.search(question, user=session.user_handle, limit=settings.recall_limit + len(shown))
+    # A few spare hits for those already in the recent turns (the question itself among them).
+    hits = store.search(question, user=session.user_handle, limit=settings.recall_limit + RECALL_SPARE)
     lines = []
     for hit in hits:
         if hit.id in shown:

@@ -77,13 +77,11 @@ class BwrapSandbox(Sandbox):
             raise SandboxUnavailable(f"bwrap cannot make a sandbox here: {reason[0]}")
 
     async def _run(self, command: str, timeout_s: float) -> CommandResult:
-        identity = sandbox_identity()
         return await run_process_tree(
-            rlimit_prefix(self.options.limits, identity) + self._bwrap_argv(command),
+            rlimit_prefix(self.options.limits, sandbox_identity()) + self._bwrap_argv(command),
             command=command,
             cwd=str(self.workspace.parent),
             env=self._environment("/tmp"),
-            identity=identity,
             timeout_s=timeout_s,
             max_output_bytes=self.options.max_output_bytes,
         )

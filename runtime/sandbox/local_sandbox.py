@@ -39,13 +39,11 @@ class LocalSandbox(Sandbox):
         self.workdir = str(self.workspace)
 
     async def _run(self, command: str, timeout_s: float) -> CommandResult:
-        identity = sandbox_identity()
         return await run_process_tree(
-            [*rlimit_prefix(self.options.limits, identity), "/bin/sh", "-c", command],
+            [*rlimit_prefix(self.options.limits, sandbox_identity()), "/bin/sh", "-c", command],
             command=command,
             cwd=self.workdir,
             env=self._environment(str(self.workspace.parent / "home")),
-            identity=identity,
             timeout_s=timeout_s,
             max_output_bytes=self.options.max_output_bytes,
         )
