@@ -45,7 +45,7 @@ from runtime.events import (
 )
 from runtime.inbound import Inbound
 from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall
-from runtime.tools import ApprovalRequest, ToolContext, Toolbox, ToolResult
+from runtime.tools import ApprovalRequest, TerminalRunner, ToolContext, Toolbox, ToolResult
 from runtime.workspaces import Workspaces
 
 APPROVAL_TIMEOUT_S = 600.0
@@ -82,8 +82,10 @@ class Agent:
         workspaces: Workspaces,
         judge: ChatModel | None = None,
         settings: AgentSettings | None = None,
+        terminal: TerminalRunner | None = None,
     ) -> None:
         self.store = store
+        self.terminal = terminal  # the executor behind terminal_task, when the toolbox has it
         self.planner = planner
         self.toolbox = toolbox
         self.workspaces = workspaces
@@ -243,6 +245,7 @@ class Agent:
             approve=approve,
             allowed_rules=standing[0],
             allowed_commands=standing[1],
+            terminal=self.terminal,
         )
         return context
 

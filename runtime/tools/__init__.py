@@ -14,11 +14,12 @@ is a bug or an infrastructure failure and propagates.
 """
 
 from runtime.tools.builtin import BUILTIN_TOOLS, builtin_toolbox
-from runtime.tools.context import ApprovalRequest, Approver, ToolContext, decline_all
+from runtime.tools.context import ApprovalRequest, Approver, TerminalRunner, ToolContext, decline_all
 from runtime.tools.memory_search import search_memory
 from runtime.tools.result import ToolError, ToolResult, ToolSetupError, bound_text
 from runtime.tools.shell import shell
 from runtime.tools.signature import Tool, tool
+from runtime.tools.terminal_task import terminal_task
 from runtime.tools.toolbox import DEFAULT_MAX_OUTPUT_CHARS, Toolbox
 from runtime.tools.workspace_files import list_files, read_file, write_file
 
@@ -27,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",
     "ApprovalRequest",
     "Approver",
+    "TerminalRunner",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -40,6 +42,7 @@ __all__ = [
     "read_file",
     "search_memory",
     "shell",
+    "terminal_task",
     "tool",
     "write_file",
 ]

@@ -50,6 +50,10 @@ class ApprovalRequest:
 
 Approver = Callable[[ApprovalRequest], Awaitable[bool]]
 
+# Multi-step terminal work handed to the executor sub-agent (runtime/executor/terminal.py):
+# `await terminal(query, context)` returns the executor's final report.
+TerminalRunner = Callable[[str, "ToolContext"], Awaitable[str]]
+
 
 async def decline_all(request: ApprovalRequest) -> bool:
     """The approver of a context nobody can be asked through: every request is declined."""
@@ -65,11 +69,17 @@ class ToolContext:
     approve: Approver = decline_all
     allowed_rules: set[str] = field(default_factory=set)  # rules the operator allowed this session
     allowed_commands: set[str] = field(default_factory=set)  # commands or fnmatch patterns
+    terminal: TerminalRunner | None = None  # the executor, for terminal_task
 
     def require_sandbox(self) -> Sandbox:
         if self.sandbox is None:
             raise ToolSetupError("this tool needs a sandbox, and the ToolContext has none")
         return self.sandbox
+
+    def require_terminal(self) -> TerminalRunner:
+        if self.terminal is None:
+            raise ToolSetupError("terminal_task needs an executor, and the ToolContext has none")
+        return self.terminal
 
     def require_memory(self) -> MemoryStore:
         if self.memory is None:
