@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from connectors import memory_cli
+from connectors.chat import chat
 from connectors.cli_context import CliState, get_config, get_state
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold secrets
 )
 app.add_typer(memory_cli.app, name="memory")
+app.command()(chat)
 
 STATUS_COLOURS = {"ok": typer.colors.GREEN, "warn": typer.colors.YELLOW, "fail": typer.colors.RED}
 
