@@ -52,16 +52,6 @@ commands:
 input: end a line with \\ to continue it, or put a block between two lines of \"\"\".
 Ctrl-C stops a running turn; at the prompt it clears the line."""
 
-SESSIONS_SQL = """
-select s.chat_id, s.updated_at,
-       (select count(*) from messages m where m.session_id = s.id),
-       (select m.content from messages m where m.session_id = s.id and m.role = 'user'
-        order by m.id limit 1)
-from sessions s
-where s.platform = 'cli' and s.user_id = ? and s.thread_id = ''
-order by s.updated_at desc limit ?"""
-
-
 def chat(
     ctx: typer.Context,
     message: Annotated[
@@ -376,11 +366,14 @@ class Chat:
             self.renderer.line(self.renderer.out, f"{mark} {name:<{width}}  {when}  {count:>4} messages  {about}")
 
     def _sessions(self, limit: int = 20) -> list[tuple[str, float, int, str | None]]:
-        """This user's CLI sessions, newest first (a read the store has no method for yet)."""
+        """This user's CLI sessions, newest first."""
         user_id = self.store.user_for_identity("cli", self.user)
         if user_id is None:
             return []
-        return [tuple(row) for row in self.store.db.execute(SESSIONS_SQL, (user_id, limit))]  # type: ignore[misc]
+        return [
+            (info.chat_id, info.updated_at, info.messages, info.first_user_message)
+            for info in self.store.sessions_for(user_id, platform="cli", limit=limit)
+        ]
 
     def _fresh_session_name(self) -> str:
         stem = time.strftime("%Y%m%d-%H%M%S")

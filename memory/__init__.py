@@ -7,7 +7,7 @@ from .conversation import Summary, ToolCallRecord, Turn
 from .embedding import EmbeddingUnavailable, SentenceEmbedder
 from .hybrid import VectorIndex
 from .jsonl import ImportReport, export_jsonl, import_jsonl
-from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit
+from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .store import MemoryStore
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "NewMessage",
     "SearchHit",
     "SentenceEmbedder",
+    "SessionInfo",
     "Summary",
     "ToolCallRecord",
     "Turn",

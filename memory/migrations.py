@@ -189,12 +189,67 @@ def m005_session_workspaces(db: apsw.Connection) -> None:
     db.execute("alter table sessions add column workspace_snapshot text")
 
 
+def m006_executor_trajectories(db: apsw.Connection) -> None:
+    # Executor episodes live in `episodes` (kind 'executor') beside chat turns, so rewards,
+    # statuses and the reward ranking work the same for both; the columns below are empty for
+    # chat turns. `model_calls` holds each executor model call at token level: ids and
+    # logprobs are packed int32/float32 BLOBs, and a call whose prompt extends the previous
+    # call of its role stores only the appended tokens (memory/trajectories.py).
+    # previous_call_id has no foreign key on purpose: it points inside the same episode, whose
+    # calls are deleted together, and a key would need an index to delete without a scan.
+    db.execute(
+        """
+        alter table episodes add column kind text not null default 'chat'
+            check (kind in ('chat', 'executor'));
+        alter table episodes add column split text check (split in ('train', 'heldout', 'live'));
+        alter table episodes add column group_id text;
+        alter table episodes add column sandbox_backend text;
+        alter table episodes add column snapshot_id text;
+        alter table episodes add column snapshot_bytes integer;
+        alter table episodes add column verifier text;
+        alter table episodes add column parent_episode_id integer references episodes(id) on delete set null;
+        alter table episodes add column contains_secret integer not null default 0;
+        create index episodes_kind on episodes(kind, created_at);
+        create index episodes_group on episodes(group_id) where group_id is not null;
+        create table model_calls (
+            id integer primary key,
+            episode_id integer not null references episodes(id) on delete cascade,
+            call_index integer not null,
+            role text not null check (role in ('executor', 'planner', 'judge')),
+            model text not null,
+            adapter_version text,
+            tokenizer_hash text,
+            chat_template_hash text,
+            sampling text not null,
+            previous_call_id integer,
+            prompt_shared integer not null,
+            prompt_suffix blob not null,
+            completion_ids blob not null,
+            completion_logprobs blob not null,
+            extends_previous integer not null,
+            mismatch text,
+            common_prefix integer not null,
+            messages_shared integer not null,
+            messages text not null,
+            text text not null,
+            finish_reason text not null,
+            retokenized integer not null,
+            latency_s real not null,
+            created_at real not null,
+            unique (episode_id, call_index)
+        );
+        create index model_calls_role on model_calls(episode_id, role, call_index);
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
     m003_trigram_search,
     m004_conversation_turns,
     m005_session_workspaces,
+    m006_executor_trajectories,
 ]
 
 

@@ -67,3 +67,14 @@ class MemoryStats:
     wal_bytes: int
     trigram_rows: int
     schema_version: int
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session as a list shows it: its chat, when it was last used, how much it holds."""
+
+    key: str
+    chat_id: str
+    updated_at: float
+    messages: int
+    first_user_message: str | None

@@ -24,7 +24,7 @@ from .database import connect
 from .episodes import Episode
 from .errors import UnknownRecordError
 from .migrations import migrate
-from .records import ROLES, AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit
+from .records import ROLES, AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 
 _MESSAGE_COLUMNS = (
     "m.id, m.external_id, s.key, u.handle, m.role, m.content, m.ts"
@@ -162,6 +162,19 @@ class MemoryStore:
             session_id = row[0]
         self._session_ids[key] = session_id
         return session_id
+
+    def sessions_for(self, user_id: int, platform: str | None = None, limit: int = 20) -> list[SessionInfo]:
+        """The user's sessions (on `platform`, if given), most recently used first."""
+        rows = self.db.execute(
+            "select s.key, s.chat_id, s.updated_at,"
+            " (select count(*) from messages m where m.session_id = s.id),"
+            " (select m.content from messages m where m.session_id = s.id and m.role = 'user'"
+            "  order by m.id limit 1)"
+            " from sessions s where s.user_id = ? and (? is null or s.platform = ?)"
+            " order by s.updated_at desc limit ?",
+            (user_id, platform, platform, limit),
+        ).fetchall()
+        return [SessionInfo(*row) for row in rows]
 
     def workspace_snapshot(self, session_id: int) -> str | None:
         row = self.db.execute("select workspace_snapshot from sessions where id = ?", (session_id,)).fetchone()

@@ -1,0 +1,367 @@
+"""Executor episodes and their model calls at token level, stored compactly.
+
+Storage (migration 6, table `model_calls`): token ids and logprobs are packed little-endian
+int32 / float32 BLOBs (token_arrays.py). Each call is linked to the previous call of the same
+role in the same episode. When its prompt starts with that call's prompt + completion (the
+usual case in a multi-turn episode), the row stores only the appended tokens
+(`prompt_shared` tokens come from the previous sequence, `prompt_suffix` holds the rest);
+otherwise it stores its whole prompt and records why it did not extend (`mismatch`, one of
+MISMATCH_CAUSES). Messages are shared the same way, message by message.
+
+Invariants:
+- reading a call back gives its prompt_ids, completion_ids and logprobs exactly (logprobs
+  rounded to float32);
+- an episode whose calls all extend each other stores 4 bytes per token of its final sequence
+  plus 4 per sampled token (the logprob): at most 8 bytes per token;
+- text (the completion, the messages, the task, the verifier) is redacted before it is
+  stored; when redaction found anything, the episode is marked `contains_secret`, since its
+  token ids cannot be redacted, and it never leaves through `trajectories()`;
+- one transaction per call (the store's `_writing()`); `TrajectoryLog` only caches the last
+  sequence per (episode, role) and checks it against the database before trusting it.
+"""
+
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+import json
+from typing import Any
+
+import apsw
+
+from . import token_arrays
+from .errors import UnknownRecordError
+from .secrets import Redactor
+from .trajectory_records import (
+    CALL_ROLES,
+    SPLITS,
+    ExecutorEpisode,
+    RecordedCall,
+    StoredCall,
+    Trajectory,
+    TrajectoryFilter,
+    TrajectorySummary,
+)
+
+CACHED_TAILS = 64
+PAGE = 100  # episodes read per query while iterating
+
+EPISODE_COLUMNS = (
+    "id, kind, task, status, reward, reward_source, reward_reason, split, group_id, sandbox_backend,"
+    " snapshot_id, snapshot_bytes, verifier, parent_episode_id, session_id, user_id, contains_secret,"
+    " created_at, finished_at"
+)
+_CALL_FIELDS = (
+    "episode_id, call_index, role, model, adapter_version, tokenizer_hash, chat_template_hash,"
+    " sampling, previous_call_id, prompt_shared, prompt_suffix, completion_ids, completion_logprobs,"
+    " extends_previous, mismatch, common_prefix, messages_shared, messages, text, finish_reason,"
+    " retokenized, latency_s, created_at"
+)
+_CALL_COLUMNS = "id, " + _CALL_FIELDS
+_INSERT_CALL = (
+    f"insert into model_calls({_CALL_FIELDS}) values ({', '.join('?' * len(_CALL_FIELDS.split(',')))})"
+)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What the next call of a role is compared with: the last call's full sequence and messages."""
+
+    call_id: int
+    prompt_len: int
+    sequence: array  # prompt + completion ids
+    messages: list[str]  # each message as canonical JSON, redacted
+    tokenizer_hash: str | None
+    chat_template_hash: str | None
+    retokenized: bool
+
+
+class TrajectoryLog:
+    """A store's trajectory state: the redactor for configured secrets, and a small cache of
+    the last sequence per (episode, role) so recording a call does not re-read its history."""
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        self.redactor = Redactor.for_secrets(secrets)
+        self._tails: OrderedDict[tuple[int, str], Tail] = OrderedDict()
+
+    def remember(self, episode_id: int, role: str, tail: Tail) -> None:
+        self._tails[(episode_id, role)] = tail
+        self._tails.move_to_end((episode_id, role))
+        while len(self._tails) > CACHED_TAILS:
+            self._tails.popitem(last=False)
+
+    def cached(self, episode_id: int, role: str, call_id: int) -> Tail | None:
+        tail = self._tails.get((episode_id, role))
+        return tail if tail is not None and tail.call_id == call_id else None
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def start_executor_episode(
+    db: apsw.Connection,
+    redactor: Redactor,
+    now: float,
+    task: str,
+    *,
+    split: str = "live",
+    group_id: str | None = None,
+    sandbox_backend: str | None = None,
+    snapshot_id: str | None = None,
+    snapshot_bytes: int | None = None,
+    verifier: str | None = None,
+    session_id: int | None = None,
+    user_id: int | None = None,
+    parent_episode_id: int | None = None,
+) -> int:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
+    task, found = redactor.text(task)
+    if verifier is not None:
+        verifier, found_in_verifier = redactor.text(verifier)
+        found |= found_in_verifier
+    db.execute(
+        "insert into episodes(kind, task, split, group_id, sandbox_backend, snapshot_id, snapshot_bytes,"
+        " verifier, session_id, user_id, parent_episode_id, contains_secret, created_at)"
+        " values ('executor', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (task, split, group_id, sandbox_backend, snapshot_id, snapshot_bytes, verifier, session_id,
+         user_id, parent_episode_id, int(bool(found)), now),
+    )  # fmt: skip
+    return db.last_insert_rowid()
+
+
+def record_call(
+    db: apsw.Connection, log: TrajectoryLog, episode_id: int, call: StoredCall, now: float
+) -> tuple[int, Tail]:
+    """Insert one call; return its id and the tail the next call of its role extends."""
+    _check_call(call)
+    if db.execute("select 1 from episodes where id = ?", (episode_id,)).fetchone() is None:
+        raise UnknownRecordError(f"no episode with id {episode_id}")
+    text, found = log.redactor.text(call.text)
+    messages, found_in_messages = log.redactor.value(call.messages)
+    if found or found_in_messages:
+        db.execute("update episodes set contains_secret = 1 where id = ?", (episode_id,))
+    canonical = [_canonical(message) for message in messages]
+    prompt = token_arrays.ids(call.prompt_ids)
+    completion = token_arrays.ids(call.completion_ids)
+
+    index, previous = _previous(db, log, episode_id, call.role)
+    link = _link(previous, prompt, call)
+    messages_shared = (
+        len(previous.messages)
+        if previous is not None and canonical[: len(previous.messages)] == previous.messages
+        else 0
+    )
+    db.execute(
+        _INSERT_CALL,
+        (
+            episode_id, index, call.role, call.model, call.adapter_version, call.tokenizer_hash,
+            call.chat_template_hash, json.dumps(call.sampling, sort_keys=True),
+            None if previous is None else previous.call_id, link.prompt_shared,
+            token_arrays.pack(prompt[link.prompt_shared :]), token_arrays.pack(completion),
+            token_arrays.pack(token_arrays.floats(call.completion_logprobs)),
+            int(link.extends), link.mismatch, link.common_prefix,
+            messages_shared, "[" + ",".join(canonical[messages_shared:]) + "]", text,
+            call.finish_reason, int(call.retokenized), call.latency_s, now,
+        ),
+    )  # fmt: skip
+    call_id = db.last_insert_rowid()
+    tail = Tail(call_id, len(prompt), prompt + completion, canonical, call.tokenizer_hash,
+                call.chat_template_hash, call.retokenized)  # fmt: skip
+    return call_id, tail
+
+
+def mark_secret(db: apsw.Connection, episode_id: int) -> None:
+    db.execute("update episodes set contains_secret = 1 where id = ?", (episode_id,))
+    if db.changes() == 0:
+        raise UnknownRecordError(f"no episode with id {episode_id}")
+
+
+def _check_call(call: StoredCall) -> None:
+    if call.role not in CALL_ROLES:
+        raise ValueError(f"call role must be one of {', '.join(CALL_ROLES)}; got {call.role!r}")
+    if call.completion_logprobs and len(call.completion_logprobs) != len(call.completion_ids):
+        raise ValueError(
+            f"completion_logprobs must be empty or one per completion id: got"
+            f" {len(call.completion_logprobs)} for {len(call.completion_ids)} ids"
+        )
+
+
+def _canonical(message: Any) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+def _previous(db: apsw.Connection, log: TrajectoryLog, episode_id: int, role: str) -> tuple[int, Tail | None]:
+    """The index the new call gets, and the tail of the episode's last call of `role`."""
+    index = db.execute(
+        "select coalesce(max(call_index) + 1, 0) from model_calls where episode_id = ?", (episode_id,)
+    ).fetchone()[0]
+    row = db.execute(
+        "select id from model_calls where episode_id = ? and role = ? order by call_index desc limit 1",
+        (episode_id, role),
+    ).fetchone()
+    if row is None:
+        return index, None
+    tail = log.cached(episode_id, role, row[0])
+    if tail is None:  # written by another process, or evicted: rebuild from the rows
+        tail = _read_episode(db, episode_id, until_call_id=row[0])[1][row[0]]
+    return index, tail
+
+
+@dataclass(frozen=True)
+class _Link:
+    prompt_shared: int
+    extends: bool
+    mismatch: str | None
+    common_prefix: int
+
+
+def _link(previous: Tail | None, prompt: array, call: StoredCall) -> _Link:
+    """How the prompt relates to the previous sequence; the cause when it does not extend it."""
+    if previous is None:
+        return _Link(0, False, None, 0)
+    sequence = previous.sequence
+    common = token_arrays.common_prefix(prompt, sequence)
+    if sequence and common == len(sequence):
+        return _Link(common, True, None, common)
+    if not sequence:
+        cause = "no_ids"
+    elif (previous.tokenizer_hash, previous.chat_template_hash) != (call.tokenizer_hash, call.chat_template_hash):
+        cause = "tokenizer_changed"
+    elif previous.retokenized or call.retokenized:
+        cause = "retokenized"
+    elif common == len(prompt):
+        cause = "shorter"
+    elif common < previous.prompt_len:
+        cause = "prompt_diverged"
+    else:
+        cause = "completion_diverged"
+    return _Link(0, False, cause, common)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def episode(db: apsw.Connection, episode_id: int) -> ExecutorEpisode:
+    row = db.execute(f"select {EPISODE_COLUMNS} from episodes where id = ?", (episode_id,)).fetchone()
+    if row is None:
+        raise UnknownRecordError(f"no episode with id {episode_id}")
+    return _episode(row)
+
+
+def calls(db: apsw.Connection, episode_id: int) -> list[RecordedCall]:
+    return _read_episode(db, episode_id)[0]
+
+
+def trajectories(db: apsw.Connection, where: TrajectoryFilter) -> Iterator[Trajectory]:
+    """Episodes that pass `where` and are not secret-marked, with their calls, in id order."""
+    clause, bindings = _where(where, secrets=False)
+    last, left = 0, where.limit
+    while left is None or left > 0:
+        page = PAGE if left is None else min(PAGE, left)
+        rows = db.execute(
+            f"select {EPISODE_COLUMNS} from episodes where {clause} and id > ? order by id limit ?",
+            (*bindings, last, page),
+        ).fetchall()
+        if not rows:
+            return
+        for row in rows:
+            yield Trajectory(_episode(row), calls(db, row[0]))
+        last = rows[-1][0]
+        left = None if left is None else left - len(rows)
+
+
+def summaries(db: apsw.Connection, where: TrajectoryFilter) -> list[TrajectorySummary]:
+    """The newest `where.limit` episodes (all when None) that pass `where`, newest first,
+    secret-marked ones included (they are flagged, not hidden, in a listing)."""
+    clause, bindings = _where(where, secrets=True)
+    columns = ", ".join(f"e.{name.strip()}" for name in EPISODE_COLUMNS.split(","))
+    rows = db.execute(
+        f"select {columns}, count(c.id), coalesce(sum(length(c.prompt_suffix) + length(c.completion_ids)), 0) / 4,"
+        " coalesce(sum(length(c.completion_ids)), 0) / 4"
+        f" from (select * from episodes where {clause} order by id desc limit ?) e"
+        " left join model_calls c on c.episode_id = e.id group by e.id order by e.id desc",
+        (*bindings, -1 if where.limit is None else where.limit),
+    ).fetchall()
+    return [TrajectorySummary(_episode(row[:-3]), *row[-3:]) for row in rows]
+
+
+def secret_marked(db: apsw.Connection, where: TrajectoryFilter) -> int:
+    """How many episodes passing `where` (limit aside) are kept out for holding a secret."""
+    clause, bindings = _where(where, secrets=True)
+    return db.execute(f"select count(*) from episodes where {clause} and contains_secret", bindings).fetchone()[0]
+
+
+def mismatch_counts(db: apsw.Connection, where: TrajectoryFilter) -> dict[str, int]:
+    """Calls that did not extend the previous call of their role, by cause."""
+    clause, bindings = _where(where, secrets=True)
+    rows = db.execute(
+        "select mismatch, count(*) from model_calls where mismatch is not null and episode_id in"
+        f" (select id from episodes where {clause}) group by mismatch order by count(*) desc",
+        bindings,
+    ).fetchall()
+    return dict(rows)
+
+
+def _where(where: TrajectoryFilter, *, secrets: bool) -> tuple[str, tuple[object, ...]]:
+    parts, bindings = ["kind = 'executor'"], []
+    for condition, value in (
+        ("created_at >= ?", where.since),
+        ("created_at < ?", where.until),
+        ("reward >= ?", where.min_reward),
+        ("split = ?", where.split),
+    ):
+        if value is not None:
+            parts.append(condition)
+            bindings.append(value)
+    if not secrets:
+        parts.append("not contains_secret")
+    return " and ".join(parts), tuple(bindings)
+
+
+def _episode(row: tuple) -> ExecutorEpisode:
+    values = list(row)
+    values[16] = bool(values[16])  # contains_secret
+    return ExecutorEpisode(*values)
+
+
+def _read_episode(
+    db: apsw.Connection, episode_id: int, until_call_id: int | None = None
+) -> tuple[list[RecordedCall], dict[int, Tail]]:
+    """The episode's calls (up to `until_call_id`) rebuilt in order, and each one's tail."""
+    bound = "" if until_call_id is None else " and call_index <= (select call_index from model_calls where id = ?)"
+    rows = db.execute(
+        f"select {_CALL_COLUMNS} from model_calls where episode_id = ?{bound} order by call_index",
+        (episode_id,) if until_call_id is None else (episode_id, until_call_id),
+    ).fetchall()
+    tails: dict[int, Tail] = {}
+    full_messages: dict[int, list[Any]] = {}
+    recorded = []
+    for row in rows:
+        (call_id, _, index, role, model, adapter, tokenizer_hash, template_hash, sampling, previous_id,
+         prompt_shared, suffix, completion_blob, logprob_blob, extends, mismatch, common, messages_shared,
+         messages_json, text, finish_reason, retokenized, latency_s, created_at) = row  # fmt: skip
+        prompt = token_arrays.unpack(suffix, token_arrays.IDS)
+        messages = json.loads(messages_json)
+        canonical = [_canonical(message) for message in messages]
+        previous = tails.get(previous_id) if previous_id is not None else None
+        if previous is not None:
+            prompt = previous.sequence[:prompt_shared] + prompt
+            canonical = previous.messages[:messages_shared] + canonical
+            messages = full_messages[previous_id][:messages_shared] + messages
+        completion = token_arrays.unpack(completion_blob, token_arrays.IDS)
+        tails[call_id] = Tail(call_id, len(prompt), prompt + completion, canonical, tokenizer_hash,
+                              template_hash, bool(retokenized))  # fmt: skip
+        full_messages[call_id] = messages
+        recorded.append(
+            RecordedCall(
+                id=call_id, episode_id=episode_id, index=index, role=role, model=model,
+                prompt_ids=prompt.tolist(), completion_ids=completion.tolist(),
+                completion_logprobs=token_arrays.unpack(logprob_blob, token_arrays.FLOATS).tolist(),
+                finish_reason=finish_reason, text=text, messages=messages,
+                adapter_version=adapter, retokenized=bool(retokenized), tokenizer_hash=tokenizer_hash,
+                chat_template_hash=template_hash, latency_s=latency_s, sampling=json.loads(sampling),
+                extends_previous=bool(extends), mismatch=mismatch, common_prefix=common, created_at=created_at,
+            )
+        )  # fmt: skip
+    return recorded, tails
