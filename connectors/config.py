@@ -183,6 +183,21 @@ class SandboxConfig(Section):
     network: bool = Field(False, description="true or false")
 
 
+class ExecutorConfig(Section):
+    """How terminal work is done: by the executor sub-agent (terminal_task) or a plain shell."""
+
+    enabled: bool = Field(True, description="true or false")
+    backend: Literal["planner", "openai", "local"] = Field(
+        "planner", description="one of 'planner', 'openai', 'local'"
+    )
+    model_dir: Path | None = Field(
+        None, description="a Hugging Face model directory (local) or a tokenizer directory (openai, planner)"
+    )
+    adapter_dir: Path | None = Field(None, description="a PEFT adapter directory")
+    threshold: float = Field(0.6, ge=0, le=1, description="a number between 0 and 1")
+    max_turns: int = Field(8, ge=1, le=64, description="a whole number from 1 to 64")
+
+
 class TelegramConfig(Section):
     enabled: bool = Field(False, description="true or false")
     allowed_users: list[int] = Field(
@@ -213,6 +228,7 @@ class Config(Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="a table [memory]")
     models: ModelsConfig = Field(default_factory=ModelsConfig, description="a table [models]")
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig, description="a table [sandbox]")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="a table [executor]")
     telegram: TelegramConfig = Field(
         default_factory=TelegramConfig, description="a table [telegram]"
     )

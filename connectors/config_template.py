@@ -77,6 +77,23 @@ memory_mb = 1024
 # Whether sandboxed commands may reach the network.
 network = false
 
+[executor]
+# Terminal work goes to the executor sub-agent (the planner's terminal_task tool); false gives the
+# planner a plain one-command shell instead.
+enabled = true
+# Which model does executor work: "planner" (the planner model, until a small executor exists),
+# "openai" (the [models.executor] slot: any OpenAI-compatible server, vLLM or `temper serve
+# executor`), or "local" (a Hugging Face model loaded in this process from model_dir).
+backend = "planner"
+# A model directory (local) or the executor's tokenizer directory (openai, planner: re-tokenises
+# text when a server returns no token ids).
+# model_dir = "/path/to/model"
+# adapter_dir = "/path/to/adapter"
+# Terminal work goes to the executor model once its held-out success rate reaches this.
+threshold = 0.6
+# At most this many model turns per terminal task.
+max_turns = 8
+
 [telegram]
 enabled = false
 # Numeric Telegram user ids allowed to talk to the bot; anyone else needs a pairing code.
