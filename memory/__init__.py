@@ -8,12 +8,24 @@ from .embedding import EmbeddingUnavailable, SentenceEmbedder
 from .hybrid import VectorIndex
 from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
+from .secrets import redact
 from .store import MemoryStore
+from .trajectory_export import ExportReport, export_trajectories
+from .trajectory_records import (
+    ExecutorEpisode,
+    RecordedCall,
+    StoredCall,
+    Trajectory,
+    TrajectoryFilter,
+    TrajectorySummary,
+)
 
 __all__ = [
     "AddReport",
     "EmbeddingUnavailable",
     "Episode",
+    "ExecutorEpisode",
+    "ExportReport",
     "Fact",
     "ImportFormatError",
     "ImportReport",
@@ -23,14 +35,21 @@ __all__ = [
     "Message",
     "MigrationError",
     "NewMessage",
+    "RecordedCall",
     "SearchHit",
     "SentenceEmbedder",
     "SessionInfo",
+    "StoredCall",
     "Summary",
     "ToolCallRecord",
+    "Trajectory",
+    "TrajectoryFilter",
+    "TrajectorySummary",
     "Turn",
     "UnknownRecordError",
     "VectorIndex",
     "export_jsonl",
+    "export_trajectories",
     "import_jsonl",
+    "redact",
 ]

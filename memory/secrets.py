@@ -26,13 +26,16 @@ MARKER = "[REDACTED:{kind}]"
 
 @dataclass(frozen=True)
 class Shape:
-    """One kind of secret: a pattern, the group it replaces (0: the whole match), and an
-    optional second look at a match that the pattern alone cannot decide."""
+    """One kind of secret: a pattern, the group it replaces (0: the whole match), an optional
+    second look at a match that the pattern alone cannot decide, and `hints`: lower-case
+    strings one of which any match contains. Most text holds no hint, and a substring test
+    is ~50x cheaper than a regex scan that starts with a look-behind or a character class."""
 
     kind: str
     pattern: re.Pattern[str]
     group: int = 0
     accept: Callable[[str], bool] | None = None
+    hints: tuple[str, ...] = ()
 
 
 def _mixed_case_and_digit(candidate: str) -> bool:
@@ -48,19 +51,19 @@ _NOT_A_VALUE = r"(?![$<{%\[])"  # `$VAR`, `<placeholder>`, `{template}`, `[REDAC
 # Order matters where shapes overlap: `sk-ant-` before `sk-`, whole PEM blocks first.
 SHAPES: tuple[Shape, ...] = (
     Shape("private_key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)),
-    Shape("anthropic_key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}")),
-    Shape("openai_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
-    Shape("github_token", re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    Shape("slack_token", re.compile(r"(?<![\w-])xox[abpr]-[A-Za-z0-9-]{10,}")),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"), hints=("private key",)),
+    Shape("anthropic_key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
+    Shape("openai_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
+    Shape("github_token", re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), hints=("gh", "github_pat_")),
+    Shape("slack_token", re.compile(r"(?<![\w-])xox[abpr]-[A-Za-z0-9-]{10,}"), hints=("xox",)),
     Shape("telegram_token", re.compile(r"(?<![\w:-])\d{8,10}:[A-Za-z0-9_-]{35}(?![\w-])")),
-    Shape("aws_access_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    Shape("aws_access_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"), hints=("akia", "asia")),
     Shape("aws_secret_key", re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
           accept=_mixed_case_and_digit),
-    Shape("url_password", re.compile(rf"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:{_NOT_A_VALUE}([^\s/@]+)@"), 1),
-    Shape("password", re.compile(rf"(?i)\b\w*(?:passw(?:or)?d|pwd)={_NOT_A_VALUE}([^\s&#'\";,]+)"), 1),
-    Shape("password", re.compile(rf'(?i)"\w*(?:passw(?:or)?d|pwd)"\s*:\s*"{_NOT_A_VALUE}([^"]+)"'), 1),
+    Shape("url_password", re.compile(rf"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:{_NOT_A_VALUE}([^\s/@]+)@"), 1, hints=("://",)),
+    Shape("password", re.compile(rf"\b\w*(?i:passw(?:or)?d|pwd)={_NOT_A_VALUE}([^\s&#'\";,]+)"), 1, hints=("passw", "pwd")),
+    Shape("password", re.compile(rf'"\w*(?i:passw(?:or)?d|pwd)"\s*:\s*"{_NOT_A_VALUE}([^"]+)"'), 1, hints=("passw", "pwd")),
 )
 
 
@@ -81,8 +84,10 @@ class Redactor:
             text, count = self.configured.subn(MARKER.format(kind="configured"), text)
             if count:
                 found.add("configured")
+        lowered = text.lower()
         for shape in SHAPES:
-            text = _substitute(shape, text, found)
+            if not shape.hints or any(hint in lowered for hint in shape.hints):
+                text = _substitute(shape, text, found)
         return text, found
 
     def value(self, value: Any) -> tuple[Any, set[str]]:

@@ -18,13 +18,21 @@ import time
 
 import apsw
 
-from . import conversation, episodes, maintenance, search
+from . import conversation, episodes, maintenance, search, trajectories
 from .conversation import Summary, ToolCallRecord, Turn, encode_tool_calls
 from .database import connect
 from .episodes import Episode
 from .errors import UnknownRecordError
 from .migrations import migrate
 from .records import ROLES, AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
+from .trajectory_records import (
+    ExecutorEpisode,
+    RecordedCall,
+    StoredCall,
+    Trajectory,
+    TrajectoryFilter,
+    TrajectorySummary,
+)
 
 _MESSAGE_COLUMNS = (
     "m.id, m.external_id, s.key, u.handle, m.role, m.content, m.ts"
@@ -39,6 +47,7 @@ class MemoryStore:
         self._write_lock = threading.RLock()
         self._user_ids: dict[str, int] = {}
         self._session_ids: dict[str, int] = {}
+        self._trajectories = trajectories.TrajectoryLog()
 
     @classmethod
     def open(cls, path: Path | str) -> "MemoryStore":
@@ -336,6 +345,78 @@ class MemoryStore:
 
     def latest_episode(self, session_id: int) -> Episode | None:
         return episodes.latest_in_session(self.db, session_id)
+
+    # --- executor trajectories (trajectories.py) -------------------------------------------
+
+    def set_secrets(self, secrets: Iterable[str]) -> None:
+        """Configured secrets (API keys, bot tokens) to redact from trajectory text from now on."""
+        self._trajectories = trajectories.TrajectoryLog(tuple(secrets))
+
+    def start_executor_episode(
+        self,
+        task: str,
+        *,
+        split: str = "live",
+        group_id: str | None = None,
+        sandbox_backend: str | None = None,
+        snapshot_id: str | None = None,
+        snapshot_bytes: int | None = None,
+        verifier: str | None = None,
+        session_id: int | None = None,
+        user_id: int | None = None,
+        parent_episode_id: int | None = None,
+    ) -> int:
+        """A new running executor episode for `task` (the query); returns its id."""
+        with self._writing() as db:
+            return trajectories.start_executor_episode(
+                db, self._trajectories.redactor, time.time(), task, split=split, group_id=group_id,
+                sandbox_backend=sandbox_backend, snapshot_id=snapshot_id, snapshot_bytes=snapshot_bytes,
+                verifier=verifier, session_id=session_id, user_id=user_id, parent_episode_id=parent_episode_id,
+            )  # fmt: skip
+
+    def record_call(self, episode_id: int, call: StoredCall) -> int:
+        """Store one model call of the episode (next index, one transaction); returns its id."""
+        with self._writing() as db:
+            call_id, tail = trajectories.record_call(db, self._trajectories, episode_id, call, time.time())
+        self._trajectories.remember(episode_id, call.role, tail)
+        return call_id
+
+    def calls(self, episode_id: int) -> list[RecordedCall]:
+        """The episode's calls in order, prompt_ids rebuilt in full."""
+        return trajectories.calls(self.db, episode_id)
+
+    def executor_episode(self, episode_id: int) -> ExecutorEpisode:
+        return trajectories.episode(self.db, episode_id)
+
+    def mark_secret(self, episode_id: int) -> None:
+        """Keep the episode out of training data and exports: its tokens may hold a secret."""
+        with self._writing() as db:
+            trajectories.mark_secret(db, episode_id)
+
+    def trajectories(
+        self, *, since: float | None = None, until: float | None = None, min_reward: float | None = None,
+        split: str | None = None, limit: int | None = None,
+    ) -> Iterator[Trajectory]:  # fmt: skip
+        """Executor episodes with their calls, oldest first, secret-marked ones left out."""
+        return trajectories.trajectories(self.db, TrajectoryFilter(since, until, min_reward, split, limit))
+
+    def trajectory_summaries(
+        self, *, since: float | None = None, until: float | None = None, min_reward: float | None = None,
+        split: str | None = None, limit: int | None = 20,
+    ) -> list[TrajectorySummary]:  # fmt: skip
+        """The newest executor episodes with call and token counts, secret-marked ones flagged."""
+        return trajectories.summaries(self.db, TrajectoryFilter(since, until, min_reward, split, limit))
+
+    def secret_marked_count(
+        self, *, since: float | None = None, until: float | None = None, min_reward: float | None = None,
+        split: str | None = None,
+    ) -> int:  # fmt: skip
+        """How many executor episodes passing the filters are kept out for holding a secret."""
+        return trajectories.secret_marked(self.db, TrajectoryFilter(since, until, min_reward, split))
+
+    def prefix_mismatches(self, *, since: float | None = None, until: float | None = None) -> dict[str, int]:
+        """Calls whose prompt did not extend the previous call's prompt + completion, by cause."""
+        return trajectories.mismatch_counts(self.db, TrajectoryFilter(since, until))
 
     # --- facts ----------------------------------------------------------------------------
 

@@ -4,15 +4,21 @@ Storage (migration 6, table `model_calls`): token ids and logprobs are packed li
 int32 / float32 BLOBs (token_arrays.py). Each call is linked to the previous call of the same
 role in the same episode. When its prompt starts with that call's prompt + completion (the
 usual case in a multi-turn episode), the row stores only the appended tokens
-(`prompt_shared` tokens come from the previous sequence, `prompt_suffix` holds the rest);
-otherwise it stores its whole prompt and records why it did not extend (`mismatch`, one of
-MISMATCH_CAUSES). Messages are shared the same way, message by message.
+(`prompt_shared` tokens come from the previous sequence, `prompt_suffix` holds the rest).
+Otherwise the row records why it did not extend (`mismatch`, one of MISMATCH_CAUSES) and
+where the two part (`common_prefix`), and still stores the prefix they share only once: chat
+backends re-encode the previous reply's text, so a real episode often parts inside the last
+completion (measured with the tiny local model: 9 of 9 follow-up calls), and storing each such
+prompt whole would make an episode's size grow with the square of its turns. After a
+tokenizer or chat-template change nothing is shared: the same ids mean other text.
+Messages are shared the same way, message by message.
 
 Invariants:
 - reading a call back gives its prompt_ids, completion_ids and logprobs exactly (logprobs
   rounded to float32);
 - an episode whose calls all extend each other stores 4 bytes per token of its final sequence
-  plus 4 per sampled token (the logprob): at most 8 bytes per token;
+  plus 4 per sampled token (the logprob): at most 8 bytes per token; one whose calls part
+  inside the previous completion stores the re-encoded tail of that completion again;
 - text (the completion, the messages, the task, the verifier) is redacted before it is
   stored; when redaction found anything, the episode is marked `contains_secret`, since its
   token ids cannot be redacted, and it never leaves through `trajectories()`;
@@ -22,8 +28,9 @@ Invariants:
 
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+import hashlib
 import json
 from typing import Any
 
@@ -74,6 +81,9 @@ class Tail:
     tokenizer_hash: str | None
     chat_template_hash: str | None
     retokenized: bool
+    # Digests of the messages as given, before redaction: messages the next call repeats are
+    # not redacted again. Empty for a tail rebuilt from rows (everything is redacted then).
+    raw_digests: tuple[bytes, ...] = ()
 
 
 class TrajectoryLog:
@@ -137,21 +147,15 @@ def record_call(
     _check_call(call)
     if db.execute("select 1 from episodes where id = ?", (episode_id,)).fetchone() is None:
         raise UnknownRecordError(f"no episode with id {episode_id}")
+    index, previous = _previous(db, log, episode_id, call.role)
     text, found = log.redactor.text(call.text)
-    messages, found_in_messages = log.redactor.value(call.messages)
+    canonical, digests, found_in_messages = _redact_messages(log.redactor, call.messages, previous)
     if found or found_in_messages:
         db.execute("update episodes set contains_secret = 1 where id = ?", (episode_id,))
-    canonical = [_canonical(message) for message in messages]
     prompt = token_arrays.ids(call.prompt_ids)
     completion = token_arrays.ids(call.completion_ids)
-
-    index, previous = _previous(db, log, episode_id, call.role)
     link = _link(previous, prompt, call)
-    messages_shared = (
-        len(previous.messages)
-        if previous is not None and canonical[: len(previous.messages)] == previous.messages
-        else 0
-    )
+    messages_shared = 0 if previous is None else _leading_equal(canonical, previous.messages)
     db.execute(
         _INSERT_CALL,
         (
@@ -167,7 +171,7 @@ def record_call(
     )  # fmt: skip
     call_id = db.last_insert_rowid()
     tail = Tail(call_id, len(prompt), prompt + completion, canonical, call.tokenizer_hash,
-                call.chat_template_hash, call.retokenized)  # fmt: skip
+                call.chat_template_hash, call.retokenized, digests)  # fmt: skip
     return call_id, tail
 
 
@@ -189,6 +193,34 @@ def _check_call(call: StoredCall) -> None:
 
 def _canonical(message: Any) -> str:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+def _redact_messages(
+    redactor: Redactor, messages: list[dict[str, Any]], previous: Tail | None
+) -> tuple[list[str], tuple[bytes, ...], set[str]]:
+    """The messages redacted (canonical JSON), digests of them as given, and the kinds found.
+
+    Leading messages the previous call was given as well are taken from it, already redacted:
+    redaction is the costliest step of a call, and the history grows with every turn.
+    """
+    digests = tuple(hashlib.blake2b(_canonical(m).encode(), digest_size=16).digest() for m in messages)
+    reused = 0 if previous is None else _leading_equal(digests, previous.raw_digests)
+    redacted = [] if previous is None else previous.messages[:reused]
+    found: set[str] = set()
+    for message in messages[reused:]:
+        clean, kinds = redactor.value(message)
+        redacted.append(_canonical(clean))
+        found |= kinds
+    return redacted, digests, found
+
+
+def _leading_equal(a: Sequence[object], b: Sequence[object]) -> int:
+    count = 0
+    for left, right in zip(a, b):
+        if left != right:
+            break
+        count += 1
+    return count
 
 
 def _previous(db: apsw.Connection, log: TrajectoryLog, episode_id: int, role: str) -> tuple[int, Tail | None]:
@@ -222,11 +254,14 @@ def _link(previous: Tail | None, prompt: array, call: StoredCall) -> _Link:
         return _Link(0, False, None, 0)
     sequence = previous.sequence
     common = token_arrays.common_prefix(prompt, sequence)
-    if sequence and common == len(sequence):
+    # Ids from another tokenizer or template mean other text, even where they happen to match.
+    same_tokens = (previous.tokenizer_hash, previous.chat_template_hash) == (call.tokenizer_hash, call.chat_template_hash)
+    if sequence and common == len(sequence) and same_tokens:
         return _Link(common, True, None, common)
+    shared = common if same_tokens else 0  # the prefix both still have is stored once either way
     if not sequence:
         cause = "no_ids"
-    elif (previous.tokenizer_hash, previous.chat_template_hash) != (call.tokenizer_hash, call.chat_template_hash):
+    elif not same_tokens:
         cause = "tokenizer_changed"
     elif previous.retokenized or call.retokenized:
         cause = "retokenized"
@@ -236,7 +271,7 @@ def _link(previous: Tail | None, prompt: array, call: StoredCall) -> _Link:
         cause = "prompt_diverged"
     else:
         cause = "completion_diverged"
-    return _Link(0, False, cause, common)
+    return _Link(shared, False, cause, common)
 
 
 # --- reading ---------------------------------------------------------------------------------

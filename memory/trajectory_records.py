@@ -64,8 +64,9 @@ class RecordedCall(StoredCall):
     """A stored call read back: prompt_ids reconstructed in full, texts as stored (redacted).
 
     `extends_previous`: this prompt starts with the previous call's prompt + completion (same
-    episode and role), so only the new tokens were stored. Otherwise `mismatch` names the cause
-    (None for the first call of its role) and `common_prefix` how many tokens still matched.
+    episode and role, same tokenizer and chat template); the learner can then continue one
+    training row. Otherwise `mismatch` names the cause (None for the first call of its role)
+    and `common_prefix` how many leading tokens the prompt shares with the previous sequence.
     """
 
     id: int
