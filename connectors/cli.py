@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from connectors import memory_cli, trajectories_cli
+from connectors import memory_cli, serve, trajectories_cli
 from connectors.chat import chat
 from connectors.cli_context import CliState, get_config, get_state
 
@@ -26,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold secrets
 )
 app.add_typer(memory_cli.app, name="memory")
+app.add_typer(serve.app, name="serve")
 app.add_typer(trajectories_cli.app, name="trajectories")
 app.command()(chat)
 

@@ -4,7 +4,9 @@ Every executor backend (openai-compatible server, in-process Hugging Face model,
 standing in) returns a `Completion`. The learner trains on these very tokens, so:
 
 - `prompt_ids` are the ids the model was conditioned on, `completion_ids` the ids it sampled,
-  `completion_logprobs[i]` the log-probability of `completion_ids[i]` under the sampling policy;
+  `completion_logprobs[i]` the log-probability of `completion_ids[i]` under the model's raw
+  distribution, before temperature and top-p (vLLM's default; the sampling policy itself at
+  temperature 1 and top-p 1; sampling.py says why);
 - ids come from the server or model that sampled them, never from re-encoding the text, unless
   the server returned none: then the text is re-tokenised with the executor's tokenizer and
   `retokenized` is True (such calls are distillation data, not policy-gradient data);

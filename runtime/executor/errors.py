@@ -1,0 +1,43 @@
+"""The executor backends' exceptions.
+
+```
+ExecutorError                 an executor model call or setup that failed
+ +-- ExecutorLoadError        a model, tokenizer or adapter directory that cannot be loaded
+ +-- ExecutorRequestError     a request this model cannot take: no messages, a prompt longer than
+ |                            the context, a token id outside the vocabulary, an unknown adapter
+ +-- ExecutorCallError        a call that produced no completion: the server is unreachable,
+                              answered an error status (`status`), or answered something
+                              unreadable; or the planner standing in failed (`transient`)
+```
+
+Messages are one line and say what to do. The HTTP server answers `ExecutorRequestError` with
+400 (404 for an unknown model) and `ExecutorLoadError` with 400 on adapter loading.
+"""
+
+from __future__ import annotations
+
+
+class ExecutorError(Exception):
+    """Base of every error raised by runtime.executor."""
+
+
+class ExecutorLoadError(ExecutorError):
+    """A model, tokenizer or adapter directory that cannot be loaded."""
+
+
+class ExecutorRequestError(ExecutorError):
+    """A request this model cannot take; `status` is the HTTP status the server answers with."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ExecutorCallError(ExecutorError):
+    """A call that produced no completion. `status` is the server's HTTP status when it answered;
+    `transient` says whether the same call may succeed if repeated."""
+
+    def __init__(self, message: str, *, status: int | None = None, transient: bool = False) -> None:
+        super().__init__(" ".join(message.split()))
+        self.status = status
+        self.transient = transient

@@ -1,0 +1,233 @@
+"""A Hugging Face causal LM in this process, with named PEFT LoRA adapters: the synchronous core
+under `LocalBackend` and `temper serve executor`.
+
+    model = LocalModel.load(directory, device="cpu")     # one torch thread on CPU by default
+    model.load_adapter("v3", adapter_directory)          # PEFT format, as the learner writes it
+    sample = model.sample(prompt_ids, SamplingParams(seed=1), adapter="v3")
+    model.logprobs_of(prompt_ids, sample.ids, adapter="v3") == sample.logprobs   # within 1e-4
+
+Invariants:
+- One operation at a time: sampling, recomputing logprobs and loading or unloading adapters hold
+  one lock, so threads (the server's, `asyncio.to_thread`'s) may call in freely. Reading which
+  adapters are loaded does not wait for that lock (an event loop may ask while a sample runs).
+- Each call names its adapter (`None`: the base model); nothing is "switched on" between calls.
+- Logprobs follow `sampling.py`'s convention: the raw model distribution, before temperature.
+- Weights stay float32 unless a dtype is given: logprobs then agree between sampling (with the
+  key-value cache) and teacher-forced recomputation to about 1e-6.
+- `max_tokens` is cut to what fits in the context; a prompt that leaves no room is refused.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from runtime.executor.completion import SamplingParams
+from runtime.executor.errors import ExecutorLoadError, ExecutorRequestError
+from runtime.executor.sampling import SampledTokens, sample_tokens, teacher_forced_logprobs
+from runtime.executor.tokenization import ExecutorTokenizer
+
+
+class LocalModel:
+    """See the module docstring. `name` is what answers in records: the model directory."""
+
+    def __init__(
+        self, model: Any, tokenizer: ExecutorTokenizer, *, name: str, device: torch.device
+    ) -> None:
+        self.name = name
+        self.tokenizer = tokenizer
+        self.device = device
+        self._base = model.eval()
+        self._peft: Any | None = None  # a peft.PeftModel around the base once an adapter is loaded
+        self._adapters: dict[str, str] = {}  # version -> directory it came from
+        self._lock = threading.Lock()
+        config = model.config
+        self.max_positions: int = getattr(config, "max_position_embeddings", None) or 1 << 31
+        self.vocab_size: int = config.vocab_size
+        self.stop_ids = frozenset(_eos_ids(model, tokenizer))
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        device: str = "cpu",
+        dtype: str | None = None,
+        threads: int | None = 1,
+    ) -> LocalModel:
+        """Load a model directory (weights, config, tokenizer). On CPU, `threads` sets torch's
+        thread count for the whole process (one is fastest on small shared machines; None leaves
+        it alone)."""
+        from transformers import AutoModelForCausalLM
+
+        path = Path(directory).expanduser()
+        target = torch.device(device)
+        if target.type == "cpu" and threads is not None:
+            torch.set_num_threads(threads)
+        tokenizer = ExecutorTokenizer.load(path)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype))
+        except (OSError, ValueError) as exc:
+            raise ExecutorLoadError(f"cannot load a causal LM from {path}: {exc}") from None
+        return cls(model.to(target), tokenizer, name=str(path), device=target)
+
+    # Adapters --------------------------------------------------------------------------------
+
+    @property
+    def adapters(self) -> dict[str, str]:
+        """Loaded adapter versions and the directories they came from."""
+        return dict(self._adapters)  # a copy; changed only under the lock, read without it
+
+    def load_adapter(self, version: str, directory: str | Path) -> None:
+        """Load a PEFT LoRA adapter under `version`; a version already loaded is refused (unload
+        it first, as with vLLM)."""
+        from peft import PeftModel
+
+        path = Path(directory).expanduser()
+        if not version:
+            raise ExecutorRequestError("an adapter needs a non-empty version name")
+        if not (path / "adapter_config.json").is_file():
+            raise ExecutorLoadError(
+                f"{path} is not a PEFT adapter directory (no adapter_config.json)"
+            )
+        with self._lock:
+            if version in self._adapters:
+                raise ExecutorRequestError(
+                    f"adapter {version!r} is already loaded: unload it first"
+                )
+            try:
+                if self._peft is None:
+                    self._peft = PeftModel.from_pretrained(
+                        self._base, path, adapter_name=version
+                    ).eval()
+                else:
+                    self._peft.load_adapter(path, adapter_name=version, is_trainable=False)
+            except (OSError, ValueError, RuntimeError, KeyError) as exc:  # bad files, wrong shapes
+                raise ExecutorLoadError(f"cannot load the adapter in {path}: {exc}") from None
+            self._adapters[version] = str(path)
+
+    def unload_adapter(self, version: str) -> None:
+        with self._lock:
+            self._check_adapter(version)
+            del self._adapters[version]
+            assert self._peft is not None
+            if self._adapters:
+                self._peft.set_adapter(next(iter(self._adapters)))  # not the one deleted
+                self._peft.delete_adapter(version)
+            else:  # the last one: take the LoRA layers out again, the base model as it was
+                self._base = self._peft.unload().eval()
+                self._peft = None
+
+    # Sampling ----------------------------------------------------------------------------------
+
+    def sample(
+        self,
+        prompt_ids: Sequence[int],
+        sampling: SamplingParams,
+        *,
+        adapter: str | None = None,
+        top_logprobs: int = 0,
+    ) -> SampledTokens:
+        """Sample a completion of `prompt_ids`; see `sampling.py` for the rules and logprobs.
+        `top_logprobs` asks for that many likeliest alternatives at each position as well."""
+        self._check_tokens(prompt_ids)
+        _check_sampling(sampling)
+        max_tokens = min(sampling.max_tokens, self.max_positions - len(prompt_ids))
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(sampling.seed if sampling.seed is not None else secrets.randbits(63))
+        with self._lock, self._policy(adapter) as model:
+            return sample_tokens(
+                model,
+                prompt_ids,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=max_tokens,
+                stop_ids=self.stop_ids,
+                generator=generator,
+                top_logprobs=top_logprobs,
+            )
+
+    def logprobs_of(
+        self,
+        prompt_ids: Sequence[int],
+        completion_ids: Sequence[int],
+        *,
+        adapter: str | None = None,
+    ) -> list[float]:
+        """The raw log-probability of each completion id, by one teacher-forced forward pass."""
+        self._check_tokens(prompt_ids, completion_ids)
+        with self._lock, self._policy(adapter) as model:
+            return teacher_forced_logprobs(model, prompt_ids, completion_ids, self.device)
+
+    @contextmanager
+    def _policy(self, adapter: str | None) -> Iterator[torch.nn.Module]:
+        """The module that computes with `adapter` (None: the base); call with the lock held."""
+        if adapter is not None:
+            self._check_adapter(adapter)
+            assert self._peft is not None
+            self._peft.set_adapter(adapter)
+            yield self._peft
+            return
+        disabled = self._peft.disable_adapter() if self._peft is not None else nullcontext()
+        with disabled:
+            yield self._peft if self._peft is not None else self._base
+
+    def _check_adapter(self, version: str) -> None:
+        if version not in self._adapters:
+            loaded = ", ".join(sorted(self._adapters)) or "none"
+            raise ExecutorRequestError(
+                f"no adapter {version!r} is loaded (loaded: {loaded})", status=404
+            )
+
+    def _check_tokens(self, prompt_ids: Sequence[int], completion_ids: Sequence[int] = ()) -> None:
+        if not prompt_ids:
+            raise ExecutorRequestError(
+                "the prompt is empty: a completion needs at least one prompt token"
+            )
+        if (
+            len(prompt_ids) >= self.max_positions
+            or len(prompt_ids) + len(completion_ids) > self.max_positions
+        ):
+            raise ExecutorRequestError(
+                f"{len(prompt_ids)} prompt and {len(completion_ids)} completion tokens do not fit "
+                f"in this model's context of {self.max_positions}: shorten the prompt"
+            )
+        bad = next(
+            (i for i in (*prompt_ids, *completion_ids) if not 0 <= i < self.vocab_size), None
+        )
+        if bad is not None:
+            raise ExecutorRequestError(
+                f"token id {bad} is outside the vocabulary (0..{self.vocab_size - 1})"
+            )
+
+
+def _check_sampling(sampling: SamplingParams) -> None:
+    if sampling.temperature < 0:
+        raise ExecutorRequestError(f"temperature must be >= 0, got {sampling.temperature}")
+    if not 0 < sampling.top_p <= 1:
+        raise ExecutorRequestError(f"top_p must be in (0, 1], got {sampling.top_p}")
+    if sampling.max_tokens < 1:
+        raise ExecutorRequestError(f"max_tokens must be at least 1, got {sampling.max_tokens}")
+
+
+def _eos_ids(model: Any, tokenizer: ExecutorTokenizer) -> set[int]:
+    """Where the model stops: the generation config's eos ids, and the tokenizer's eos."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = set(configured) if isinstance(configured, list) else {configured}
+    ids.add(tokenizer.eos_id)
+    return {i for i in ids if isinstance(i, int)}
+
+
+def _dtype(name: str | None) -> torch.dtype:
+    if name is None:
+        return torch.float32
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ExecutorLoadError(f"unknown dtype {name!r}: use float32, bfloat16 or float16")
+    return dtype
