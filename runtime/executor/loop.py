@@ -24,7 +24,8 @@ from runtime.tools import ToolContext, ToolError, bound_text, shell
 
 TIMED_OUT_MARK = "[timed out after"
 
-CallSink = Callable[[int, Completion], Awaitable[None] | None]
+# Called after every model call with its index, the Completion and the messages it was given.
+CallSink = Callable[[int, Completion, list[dict[str, Any]]], Awaitable[None] | None]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ async def run_executor(
         run.calls.append(completion)
         run.turns += 1
         if on_call is not None:
-            stored = on_call(len(run.calls) - 1, completion)
+            stored = on_call(len(run.calls) - 1, completion, list(messages))
             if stored is not None:
                 await stored
         messages.append({"role": "assistant", "content": completion.text})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from runtime.executor.completion import Completion, ExecutorBackend
 from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
@@ -22,7 +22,7 @@ class EpisodeRecorder(Protocol):
 
     async def start(self, query: str, backend: str, context: ToolContext) -> int: ...
 
-    async def record(self, episode_id: int, index: int, completion: Completion) -> None: ...
+    async def record(self, episode_id: int, completion: Completion, messages: list[dict[str, Any]]) -> None: ...
 
     async def finish(self, episode_id: int, run: ExecutorRun) -> None: ...
 
@@ -74,7 +74,7 @@ class TerminalExecutor:
         try:
             run = await run_executor(
                 route.backend, context, query, self.settings,
-                on_call=lambda index, completion: recorder.record(episode_id, index, completion),
+                on_call=lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
             )  # fmt: skip
         finally:
             await recorder.finish(episode_id, run)
