@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from runtime.executor.completion import Completion, ExecutorBackend
 from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
-from runtime.tools import ToolContext
+from runtime.executor.errors import ExecutorError
+from runtime.tools import ToolContext, ToolError
 
 
 class EpisodeRecorder(Protocol):
@@ -63,19 +64,24 @@ class TerminalExecutor:
         return Route(self.model, f"executor held-out success {rate:.2f} >= {self.threshold:.2f}")
 
     async def __call__(self, query: str, context: ToolContext) -> str:
-        """terminal_task's work: run the executor loop on the chosen backend; its report."""
+        """terminal_task's work: run the executor loop on the chosen backend; its report.
+
+        An executor model that cannot be reached is an error the planner sees (it can retry or
+        do without), not a failed turn.
+        """
         route = self.last_route = self.route()
-        if self.recorder is None:
-            run = await run_executor(route.backend, context, query, self.settings)
-            return run.report()
         recorder = self.recorder
-        episode_id = await recorder.start(query, route.backend.name, context)
+        episode_id = None if recorder is None else await recorder.start(query, route.backend.name, context)
         run = ExecutorRun()
         try:
             run = await run_executor(
                 route.backend, context, query, self.settings,
-                on_call=lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
+                on_call=None if recorder is None or episode_id is None
+                else lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
             )  # fmt: skip
+        except ExecutorError as error:
+            raise ToolError(f"the executor failed: {error}") from error
         finally:
-            await recorder.finish(episode_id, run)
+            if recorder is not None and episode_id is not None:
+                await recorder.finish(episode_id, run)
         return run.report()
