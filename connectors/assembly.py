@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 import os
 
-from connectors.config import Config, ModelSlot
+from connectors.config import Config, ConfigError, ModelSlot
 from memory import MemoryStore
 from runtime import (
     Agent,
@@ -23,6 +23,11 @@ from runtime import (
     builtin_toolbox,
     model_from_slot,
 )
+from runtime.executor import ExecutorBackend, OpenAIBackend, PlannerBackend
+from runtime.executor.loop import ExecutorSettings
+from runtime.executor.recording import MemoryRecorder
+from runtime.executor.terminal import TerminalExecutor
+from runtime.models.slots import resolve_api_key
 
 
 @dataclass
@@ -55,6 +60,7 @@ def build_agent(
     except ModelAuthError as error:
         notes.append(f"judge off: {error}")
     store = MemoryStore.open(config.memory.db_path)
+    store.set_secrets(configured_secrets(config, environ))
     options = SandboxOptions(
         limits=Limits(memory_bytes=config.sandbox.memory_mb << 20),
         network=config.sandbox.network,
@@ -62,8 +68,73 @@ def build_agent(
     workspaces = Workspaces(
         config.sandbox.backend, options, config.data_dir / "snapshots", store.set_workspace_snapshot
     )
-    agent = Agent(store, planner, builtin_toolbox(), workspaces, judge=judge, settings=AgentSettings(stream=stream))
+    terminal = build_executor(config, environ, store, planner) if config.executor.enabled else None
+    toolbox = builtin_toolbox(executor=terminal is not None)
+    agent = Agent(store, planner, toolbox, workspaces, judge=judge, settings=AgentSettings(stream=stream), terminal=terminal)
     return Assembled(agent, store, notes)
+
+
+def build_executor(config: Config, environ: Mapping[str, str], store: MemoryStore, planner: ChatModel) -> TerminalExecutor:
+    """terminal_task's executor: the configured executor model, with the planner standing in
+    until the model's held-out success reaches the threshold (or when there is no model)."""
+    settings = config.executor
+    tokenizer_dir = settings.model_dir
+    stand_in = PlannerBackend(planner, tokenizer_dir=tokenizer_dir)
+    model: ExecutorBackend | None = None
+    if settings.backend == "openai":
+        slot = config.models.executor
+        if slot.api_base is None:
+            raise ConfigError(["executor.backend = 'openai' needs models.executor.api_base (an OpenAI-compatible server)"])
+        model = OpenAIBackend(
+            slot.api_base,
+            slot.model.split("/", 1)[1] if slot.model.startswith(("openai/", "hosted_vllm/")) else slot.model,
+            api_key=resolve_api_key(slot, environ) or None,
+            tokenizer_dir=tokenizer_dir,
+        )
+    elif settings.backend == "local":
+        if settings.model_dir is None:
+            raise ConfigError(["executor.backend = 'local' needs executor.model_dir (a Hugging Face model directory)"])
+        from runtime.executor import LocalBackend, LocalModel  # torch: only when a local model is configured
+
+        loaded = LocalModel.load(settings.model_dir)
+        if settings.adapter_dir is not None:
+            loaded.load_adapter("configured", settings.adapter_dir)
+        model = LocalBackend(loaded, adapter="configured" if settings.adapter_dir is not None else None)
+
+    def heldout_success() -> float | None:
+        if model is None:
+            return None
+        return store.heldout_success(_model_name(model), getattr(model, "adapter_version", None))
+
+    return TerminalExecutor(
+        stand_in,
+        ExecutorSettings(max_turns=settings.max_turns),
+        model=model,
+        threshold=settings.threshold,
+        heldout_success=heldout_success,
+        recorder=MemoryRecorder(store, config.data_dir / "snapshots"),
+    )
+
+
+def _model_name(backend: ExecutorBackend) -> str:
+    """The model name the backend's Completions carry (OpenAIBackend: a string; LocalBackend:
+    a loaded model with a name)."""
+    model = getattr(backend, "model", None)
+    return model if isinstance(model, str) else str(getattr(model, "name", backend.name))
+
+
+def configured_secrets(config: Config, environ: Mapping[str, str]) -> list[str]:
+    """Every secret the config knows of, to keep out of stored trajectories."""
+    found: list[str] = []
+    for slot in (config.models.planner, config.models.executor, config.models.judge):
+        if slot.api_key is not None:
+            found.append(slot.api_key.get_secret_value())
+        if slot.api_key_env and environ.get(slot.api_key_env):
+            found.append(environ[slot.api_key_env])
+    for secret in (config.telegram.bot_token, config.slack.bot_token, config.slack.app_token, config.slack.signing_secret):
+        if secret is not None:
+            found.append(secret.get_secret_value())
+    return [value for value in dict.fromkeys(found) if len(value) >= 8]
 
 
 def _override(slot: ModelSlot, model: str | None, api_base: str | None) -> ModelSlot:

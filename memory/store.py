@@ -10,7 +10,7 @@ one connection used by one thread at a time. Async callers run long operations (
 maintenance) with `asyncio.to_thread`.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 import threading
@@ -18,11 +18,13 @@ import time
 
 import apsw
 
-from . import conversation, episodes, maintenance, search, trajectories
+from . import access, conversation, episodes, inbox, maintenance, search, trajectories
 from .conversation import Summary, ToolCallRecord, Turn, encode_tool_calls
 from .database import connect
 from .episodes import Episode
+from .access import Grant, PairingCode, PairingError
 from .errors import UnknownRecordError
+from .inbox import InboxDepth, InboxItem, Reply
 from .migrations import migrate
 from .records import ROLES, AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .trajectory_records import (
@@ -388,6 +390,19 @@ class MemoryStore:
     def executor_episode(self, episode_id: int) -> ExecutorEpisode:
         return trajectories.episode(self.db, episode_id)
 
+    def heldout_success(self, model: str, adapter_version: str | None = None, last: int = 200) -> float | None:
+        """Mean reward of the newest `last` scored held-out executor episodes that `model` (with
+        `adapter_version`) ran; None when it has none yet. Routing reads this."""
+        row = self.db.execute(
+            "select avg(reward), count(*) from (select e.reward from episodes e"
+            " where e.kind = 'executor' and e.split = 'heldout' and e.reward is not null"
+            " and exists (select 1 from model_calls c where c.episode_id = e.id and c.model = ?"
+            "  and c.adapter_version is ?)"
+            " order by e.id desc limit ?)",
+            (model, adapter_version, last),
+        ).fetchone()
+        return None if row[1] == 0 else row[0]
+
     def mark_secret(self, episode_id: int) -> None:
         """Keep the episode out of training data and exports: its tokens may hold a secret."""
         with self._writing() as db:
@@ -492,6 +507,104 @@ class MemoryStore:
         """FTS optimize, WAL checkpoint, incremental vacuum; returns seconds per step."""
         with self._write_lock:
             return maintenance.maintain(self.db)
+
+    # --- the daemon's inbox and replies (inbox.py) ------------------------------------------
+
+    def add_inbox_item(self, platform: str, event_id: str, kind: str, lane: str, payload: str) -> int | None:
+        """Store a delivered item durably; its id, or None if (platform, event_id) is known."""
+        with self._writing() as db:
+            return inbox.add(db, platform, event_id, kind, lane, payload, time.time())
+
+    def inbox_heads(
+        self, *, kinds: Collection[str], platforms: Collection[str], busy_lanes: Collection[str], limit: int
+    ) -> list[InboxItem]:
+        """The next due item of each idle lane, oldest first (see inbox.py)."""
+        return inbox.heads(self.db, kinds=kinds, platforms=platforms, busy_lanes=busy_lanes, now=time.time(), limit=limit)
+
+    def inbox_next_due(self) -> float | None:
+        return inbox.next_due(self.db)
+
+    def defer_inbox_item(self, item_id: int, delay_s: float, error: str, max_attempts: int) -> bool:
+        """Try the item again after `delay_s`; True when it has now failed for good."""
+        with self._writing() as db:
+            return inbox.defer(db, item_id, delay_s, error, time.time(), max_attempts)
+
+    def finish_inbox_item(self, item_id: int, status: str) -> None:
+        """Finish an item that needs no reply: `done`, `dropped` or `failed`."""
+        with self._writing() as db:
+            inbox.finish(db, item_id, status, time.time())
+
+    def add_reply(
+        self, inbox_id: int, *, platform: str, chat_id: str, thread_id: str, reply_to: str | None, text: str,
+        episode_id: int | None,
+    ) -> Reply:  # fmt: skip
+        """Record the intent to send `text` for the item (or return the reply already recorded)."""
+        with self._writing() as db:
+            return inbox.add_reply(
+                db, inbox_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to,
+                text=text, episode_id=episode_id, now=time.time(),
+            )  # fmt: skip
+
+    def reply_for(self, inbox_id: int) -> Reply | None:
+        return inbox.reply_for(self.db, inbox_id)
+
+    def mark_reply_sent(self, reply: Reply, platform_ids: list[str], item_status: str = "done") -> None:
+        """The reply was sent as `platform_ids`; its item is finished in the same transaction."""
+        with self._writing() as db:
+            inbox.mark_sent(db, reply, platform_ids, item_status, time.time())
+
+    def episode_for_sent_message(self, platform: str, chat_id: str, message_id: str) -> int | None:
+        return inbox.episode_for_message(self.db, platform, chat_id, message_id)
+
+    def inbox_depth(self) -> InboxDepth:
+        return inbox.depth(self.db)
+
+    def prune_inbox(self, older_than_s: float) -> int:
+        """Forget finished items, their replies, and pairing codes older than `older_than_s`."""
+        before = time.time() - older_than_s
+        with self._writing() as db:
+            access.prune(db, before)
+            return inbox.prune(db, before)
+
+    # --- access: pairing codes and grants (access.py) ----------------------------------------
+
+    def issue_pairing_code(
+        self, platform: str, platform_user_id: str, chat_id: str, user_name: str | None, *, ttl_s: float,
+        per_user_per_day: int, max_pending: int,
+    ) -> PairingCode | None:  # fmt: skip
+        """A new pairing code for the user; None while one is live or a limit says not now."""
+        with self._writing() as db:
+            return access.issue_code(
+                db, platform, platform_user_id, chat_id, user_name, time.time(), ttl_s=ttl_s,
+                per_user_per_day=per_user_per_day, max_pending=max_pending,
+            )  # fmt: skip
+
+    def approve_pairing(self, code: str) -> Grant:
+        """Let in the user `code` was issued to; PairingError (after recording the failed try) if
+        the code is unknown or expired, or too many tries failed lately."""
+        with self._writing() as db:
+            outcome = access.approve(db, code, time.time())
+        if isinstance(outcome, str):
+            raise PairingError(outcome)
+        return outcome
+
+    def grant_access(self, platform: str, platform_user_id: str, user_name: str | None = None) -> Grant:
+        with self._writing() as db:
+            return access.grant(db, platform, platform_user_id, user_name, time.time())
+
+    def revoke_access(self, platform: str, platform_user_id: str) -> bool:
+        """Withdraw a grant (and any live code); whether the user had one."""
+        with self._writing() as db:
+            return access.revoke(db, platform, platform_user_id)
+
+    def has_access_grant(self, platform: str, platform_user_id: str) -> bool:
+        return access.has_grant(self.db, platform, platform_user_id)
+
+    def access_grants(self) -> list[Grant]:
+        return access.grants(self.db)
+
+    def pending_pairing_codes(self) -> list[PairingCode]:
+        return access.pending_codes(self.db, time.time())
 
 
 def _check_role(role: str) -> None:

@@ -32,7 +32,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in [n for n in os.environ if n.startswith("TEMPER_") or n == "OPENAI_API_KEY"]:
         monkeypatch.delenv(name)
     config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n\n[sandbox]\nbackend = "local"\n')
+    # The planner gets the one-command shell here (no executor sub-agent): one scripted reply
+    # per tool call keeps these tests about the chat, not the executor.
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n\n[sandbox]\nbackend = "local"\n\n[executor]\nenabled = false\n')
     monkeypatch.setenv("TEMPER_CONFIG", str(config))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
