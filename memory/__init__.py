@@ -1,11 +1,13 @@
 """temper's memory: one SQLite database of users, sessions, messages, facts and episodes,
 with full-text search that finds the message that answers a question."""
 
+from .access import Grant, PairingCode, PairingError
 from .episodes import Episode
 from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
 from .conversation import Summary, ToolCallRecord, Turn
 from .embedding import EmbeddingUnavailable, SentenceEmbedder
 from .hybrid import VectorIndex
+from .inbox import InboxDepth, InboxItem, Reply
 from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .secrets import redact
@@ -27,15 +29,21 @@ __all__ = [
     "ExecutorEpisode",
     "ExportReport",
     "Fact",
+    "Grant",
     "ImportFormatError",
     "ImportReport",
+    "InboxDepth",
+    "InboxItem",
     "MemoryStats",
     "MemoryStore",
     "MemoryStoreError",
     "Message",
     "MigrationError",
     "NewMessage",
+    "PairingCode",
+    "PairingError",
     "RecordedCall",
+    "Reply",
     "SearchHit",
     "SentenceEmbedder",
     "SessionInfo",

@@ -243,6 +243,77 @@ def m006_executor_trajectories(db: apsw.Connection) -> None:
     )
 
 
+def m007_daemon_inbox_and_access(db: apsw.Connection) -> None:
+    # The daemon's durable inbox (memory/inbox.py): every delivered message, button press and
+    # reaction, once per (platform, event_id); `lane` orders the items of one session. A reply
+    # is recorded before it is sent (one per item) and gets its platform ids once sent; those
+    # ids map a reacted-to message back to its episode. Access (memory/access.py): pairing
+    # codes, grants made by the operator, failed approvals (rate limit).
+    db.execute(
+        """
+        create table inbox (
+            id integer primary key,
+            platform text not null,
+            event_id text not null,
+            kind text not null check (kind in ('message', 'button', 'reaction')),
+            lane text not null,
+            payload text not null,
+            status text not null default 'pending' check (status in ('pending', 'done', 'dropped', 'failed')),
+            attempts integer not null default 0,
+            retry_at real not null default 0,
+            error text,
+            received_at real not null,
+            finished_at real,
+            unique (platform, event_id)
+        );
+        create index inbox_pending on inbox(lane, id) where status = 'pending';
+        create index inbox_finished on inbox(finished_at) where status != 'pending';
+        create table replies (
+            id integer primary key,
+            inbox_id integer not null unique references inbox(id) on delete cascade,
+            platform text not null,
+            chat_id text not null,
+            thread_id text not null default '',
+            reply_to text,
+            text text not null,
+            episode_id integer references episodes(id) on delete set null,
+            created_at real not null,
+            sent_at real,
+            platform_ids text
+        );
+        create table sent_messages (
+            platform text not null,
+            chat_id text not null,
+            message_id text not null,
+            reply_id integer not null references replies(id) on delete cascade,
+            episode_id integer references episodes(id) on delete set null,
+            primary key (platform, chat_id, message_id)
+        ) without rowid;
+        create index sent_messages_reply on sent_messages(reply_id);
+        create table pairing_codes (
+            code text primary key,
+            platform text not null,
+            platform_user_id text not null,
+            chat_id text not null,
+            user_name text,
+            status text not null default 'pending' check (status in ('pending', 'approved', 'revoked')),
+            created_at real not null,
+            expires_at real not null
+        ) without rowid;
+        create index pairing_codes_user on pairing_codes(platform, platform_user_id, created_at);
+        create table access_grants (
+            platform text not null,
+            platform_user_id text not null,
+            user_name text,
+            via text not null check (via in ('pairing', 'operator')),
+            granted_at real not null,
+            primary key (platform, platform_user_id)
+        ) without rowid;
+        create table pairing_failures (at real not null);
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
@@ -250,6 +321,7 @@ MIGRATIONS: list[Migration] = [
     m004_conversation_turns,
     m005_session_workspaces,
     m006_executor_trajectories,
+    m007_daemon_inbox_and_access,
 ]
 
 
