@@ -209,6 +209,8 @@ def m006_executor_trajectories(db: apsw.Connection) -> None:
         alter table episodes add column verifier text;
         alter table episodes add column parent_episode_id integer references episodes(id) on delete set null;
         alter table episodes add column contains_secret integer not null default 0;
+        alter table episodes add column parse_failures integer;
+        alter table episodes add column timeouts integer;
         create index episodes_kind on episodes(kind, created_at);
         create index episodes_group on episodes(group_id) where group_id is not null;
         create table model_calls (

@@ -390,6 +390,16 @@ class MemoryStore:
     def executor_episode(self, episode_id: int) -> ExecutorEpisode:
         return trajectories.episode(self.db, episode_id)
 
+    def finish_executor_episode(self, episode_id: int, status: str, *, parse_failures: int, timeouts: int) -> None:
+        """End an executor episode, with how often its model wrote no valid action and how many
+        of its commands timed out (the promotion gate compares both)."""
+        with self._writing() as db:
+            episodes.finish(db, episode_id, status, None, time.time())
+            db.execute(
+                "update episodes set parse_failures = ?, timeouts = ? where id = ?",
+                (parse_failures, timeouts, episode_id),
+            )
+
     def heldout_success(self, model: str, adapter_version: str | None = None, last: int = 200) -> float | None:
         """Mean reward of the newest `last` scored held-out executor episodes that `model` (with
         `adapter_version`) ran; None when it has none yet. Routing reads this."""

@@ -83,7 +83,12 @@ class MemoryRecorder:
         )
 
     async def finish(self, episode_id: int, run: ExecutorRun) -> None:
-        self.store.finish_episode(episode_id, "succeeded" if run.completed else "failed")
+        self.store.finish_executor_episode(
+            episode_id,
+            "succeeded" if run.completed else "failed",
+            parse_failures=run.parse_failures,
+            timeouts=run.timeouts,
+        )
 
 
 def _tree_bytes(root: Path) -> int:

@@ -119,6 +119,8 @@ async def test_a_malformed_action_gets_one_correction(store: MemoryStore, server
     assert store.executor_episode(completed).status == "succeeded"
     assert store.executor_episode(gave_up).status == "failed"
     assert len(store.calls(gave_up)) == 2
+    counts = store.db.execute("select parse_failures, timeouts from episodes where id in (?, ?) order by id", (completed, gave_up)).fetchall()
+    assert counts == [(1, 0), (2, 0)]
     await agent.close()
 
 
