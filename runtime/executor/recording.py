@@ -32,6 +32,7 @@ class MemoryRecorder:
         *,
         role: str = "executor",
         split: str = "live",
+        group_id: str | None = None,
         verifier: str | None = None,
         max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
     ) -> None:
@@ -39,6 +40,7 @@ class MemoryRecorder:
         self.snapshot_dir = Path(snapshot_dir)
         self.role = role
         self.split = split
+        self.group_id = group_id
         self.verifier = verifier
         self.max_snapshot_bytes = max_snapshot_bytes
 
@@ -53,6 +55,7 @@ class MemoryRecorder:
         return self.store.start_executor_episode(
             query,
             split=self.split,
+            group_id=self.group_id,
             sandbox_backend=sandbox.name,
             snapshot_id=snapshot_id,
             snapshot_bytes=snapshot_bytes,
