@@ -325,6 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
             ]
             if self.close_connection:
                 lines.append("Connection: close")
-            self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         finally:
+            # Counted before the answer leaves: a client that has its answer sees the count.
             self.server.fake._count(self.started)
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
