@@ -19,6 +19,7 @@ from memory import MemoryStore, StoredCall
 
 from runtime.executor.completion import Completion
 from runtime.executor.loop import ExecutorRun
+from runtime.sandbox import Snapshot
 from runtime.tools import ToolContext
 
 DEFAULT_MAX_SNAPSHOT_BYTES = 64 << 20
@@ -35,6 +36,7 @@ class MemoryRecorder:
         group_id: str | None = None,
         verifier: str | None = None,
         max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+        initial_snapshot: Snapshot | None = None,
     ) -> None:
         self.store = store
         self.snapshot_dir = Path(snapshot_dir)
@@ -43,12 +45,14 @@ class MemoryRecorder:
         self.group_id = group_id
         self.verifier = verifier
         self.max_snapshot_bytes = max_snapshot_bytes
+        self.initial_snapshot = initial_snapshot  # known already (a replay started from it)
 
     async def start(self, query: str, backend: str, context: ToolContext) -> int:
         sandbox = context.require_sandbox()
         snapshot_id, snapshot_bytes = None, None
-        size = await asyncio.to_thread(_tree_bytes, sandbox.workspace)
-        if size <= self.max_snapshot_bytes:
+        if self.initial_snapshot is not None:
+            snapshot_id, snapshot_bytes = self.initial_snapshot.id, self.initial_snapshot.size_bytes
+        elif await asyncio.to_thread(_tree_bytes, sandbox.workspace) <= self.max_snapshot_bytes:
             snapshot = await sandbox.snapshot(self.snapshot_dir)
             snapshot_id, snapshot_bytes = snapshot.id, snapshot.size_bytes
         user_id = self.store.user_id(context.user)

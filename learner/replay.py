@@ -1,0 +1,105 @@
+"""Replaying tasks with an executor: G attempts per task, each in a fresh sandbox started from
+the task's snapshot, through the runtime's own executor loop, recorded at token level and
+scored by the task's verifier.
+
+The attempts at one task form a group (GRPO compares them with each other); its id is
+f"{label}:{task.id}". Each attempt's sampling seed comes from (seed, task, attempt), so two
+executors replayed with the same settings face the same draws: the gate pairs their results.
+Nothing asks a person here: commands the policy wants approved are declined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+import hashlib
+from pathlib import Path
+
+from memory import MemoryStore
+from runtime import BackendName, open_sandbox
+from runtime.executor import ExecutorBackend, SamplingParams
+from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
+from runtime.executor.recording import MemoryRecorder
+from runtime.tools import ToolContext
+
+from learner.tasks import Task, task_snapshot, verify
+
+LEARNER_USER = "learner"
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    group_size: int = 8
+    sandbox: BackendName = "local"
+    seed: int = 0
+    executor: ExecutorSettings = field(
+        default_factory=lambda: ExecutorSettings(max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=96))
+    )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    task_id: str
+    family: str
+    split: str
+    index: int  # which attempt of its group (and of its sampling seed)
+    episode_id: int
+    reward: float
+    parse_failures: int
+    timeouts: int
+    completed: bool
+
+
+async def replay(
+    tasks: Sequence[Task],
+    backend: ExecutorBackend,
+    store: MemoryStore,
+    snapshot_dir: Path,
+    settings: ReplaySettings,
+    label: str,
+) -> list[Attempt]:
+    """Every task `settings.group_size` times; the attempts in task order."""
+    attempts = []
+    for task in tasks:
+        snapshot = await task_snapshot(task, snapshot_dir)
+        for index in range(settings.group_size):
+            attempts.append(await _attempt(task, index, snapshot, backend, store, snapshot_dir, settings, label))
+    return attempts
+
+
+async def _attempt(
+    task: Task,
+    index: int,
+    snapshot,
+    backend: ExecutorBackend,
+    store: MemoryStore,
+    snapshot_dir: Path,
+    settings: ReplaySettings,
+    label: str,
+) -> Attempt:
+    sampling = replace(settings.executor.sampling, seed=attempt_seed(settings.seed, task.id, index))
+    executor = replace(settings.executor, sampling=sampling, default_timeout_s=task.timeout_s)
+    recorder = MemoryRecorder(
+        store, snapshot_dir, split=task.split, group_id=f"{label}:{task.id}",
+        verifier=task.verifier, initial_snapshot=snapshot,
+    )  # fmt: skip
+    async with open_sandbox(settings.sandbox, workspace=snapshot) as sandbox:
+        context = ToolContext(user=LEARNER_USER, sandbox=sandbox, memory=store)
+        episode_id = await recorder.start(task.instruction, backend.name, context)
+        run = ExecutorRun()
+        try:
+            run = await run_executor(
+                backend, context, task.instruction, executor,
+                on_call=lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
+            )  # fmt: skip
+        finally:
+            await recorder.finish(episode_id, run)
+        passed = await verify(task, sandbox)
+    reward = 1.0 if passed else 0.0
+    store.record_reward(episode_id, reward, "verifier", "check passed" if passed else "check failed")
+    return Attempt(task.id, task.family, task.split, index, episode_id, reward, run.parse_failures, run.timeouts, run.completed)
+
+
+def attempt_seed(seed: int, task_id: str, index: int) -> int:
+    digest = hashlib.sha256(f"{seed}:{task_id}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
