@@ -16,13 +16,27 @@ platform's length limit and returns the platform ids of the messages it sent.
 Errors: a connector raises `ChannelError` (with `retry_after_s` when the platform said so) for
 platform failures; the daemon retries with backoff and restarts a connector that keeps failing,
 never letting one connector take the others down.
+
+Two optional capabilities (the daemon checks for them with isinstance; a channel without them
+works, with the weaker guarantee each names):
+- `KnowsSent.find_sent(key)`: the ids of messages already sent under an idempotency key (for
+  example from Slack message metadata). The daemon asks before re-sending a reply whose send
+  was interrupted by a crash; without it, such a reply is sent again (at least once in a window
+  of milliseconds between the platform accepting it and the daemon recording that).
+- `ReportsStop.wait_stopped()`: returns once receiving ended by `stop()`, and raises what
+  ended it otherwise (the poller gave up, a 409 conflict); the daemon then restarts the channel
+  with backoff, or, for a fatal ChannelError, reports it failed. Without it, the daemon only
+  sees failures of `start` and `send`.
+
+`deliver` must be awaited on the daemon's event loop (a connector whose SDK calls back on
+another thread hands the item over with `asyncio.run_coroutine_threadsafe`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from runtime import Inbound
 
@@ -99,3 +113,15 @@ class Channel(Protocol):
 
     async def stop(self) -> None:
         """Stop receiving and close connections; idempotent."""
+
+
+@runtime_checkable
+class KnowsSent(Protocol):
+    async def find_sent(self, idempotency_key: str) -> list[str] | None:
+        """The platform ids of messages sent earlier with this key, or None if none was sent."""
+
+
+@runtime_checkable
+class ReportsStop(Protocol):
+    async def wait_stopped(self) -> None:
+        """Return once receiving has ended by `stop()`; raise what ended it otherwise."""

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from connectors import memory_cli, serve, trajectories_cli
+from connectors import daemon_cli, memory_cli, serve, trajectories_cli
 from connectors.chat import chat
 from connectors.cli_context import CliState, get_config, get_state
 
@@ -29,6 +29,9 @@ app.add_typer(memory_cli.app, name="memory")
 app.add_typer(serve.app, name="serve")
 app.add_typer(trajectories_cli.app, name="trajectories")
 app.command()(chat)
+app.add_typer(daemon_cli.app, name="daemon")
+app.add_typer(daemon_cli.pairing_app, name="pairing")
+app.command("status")(daemon_cli.status)
 
 STATUS_COLOURS = {"ok": typer.colors.GREEN, "warn": typer.colors.YELLOW, "fail": typer.colors.RED}
 

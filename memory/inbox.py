@@ -114,8 +114,8 @@ def next_due(db: apsw.Connection) -> float | None:
 def defer(db: apsw.Connection, item_id: int, delay_s: float, error: str, now: float, max_attempts: int) -> bool:
     """Count a failed attempt and make the item due again after `delay_s`; after `max_attempts`
     attempts it is finished as `failed` instead. True when it failed for good."""
-    row = db.execute("select attempts from inbox where id = ?", (item_id,)).fetchone()
-    if row is None:
+    row = db.execute("select attempts from inbox where id = ? and status = 'pending'", (item_id,)).fetchone()
+    if row is None:  # finished meanwhile (its reply went out before the failure): leave it be
         return False
     attempts = row[0] + 1
     if attempts >= max_attempts:
@@ -131,9 +131,15 @@ def defer(db: apsw.Connection, item_id: int, delay_s: float, error: str, now: fl
 
 
 def finish(db: apsw.Connection, item_id: int, status: str, now: float) -> None:
+    """Finish an item; a `dropped` one (a stranger's message) keeps no payload: their words are
+    not stored anywhere."""
     if status not in FINISHED:
         raise ValueError(f"status must be one of {', '.join(FINISHED)}; got {status!r}")
-    db.execute("update inbox set status = ?, finished_at = ? where id = ?", (status, now, item_id))
+    db.execute(
+        "update inbox set status = ?, finished_at = ?,"
+        " payload = case when ? = 'dropped' then '' else payload end where id = ?",
+        (status, now, status, item_id),
+    )
 
 
 def add_reply(

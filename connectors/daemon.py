@@ -1,0 +1,285 @@
+"""`temper daemon`: the chat connectors, the dispatcher and the schedule, run as one service.
+
+    serve:  startup -> main_loop -> shutdown
+
+- startup: take the data dir's daemon lock (one daemon per database: the inbox is handed out
+  by this process alone), build the agent, start a supervisor per enabled channel
+  (connectors/supervisor.py), the dispatcher (connectors/dispatch.py) and the schedule
+  (connectors/schedule.py); tell systemd we are ready.
+- main_loop: until `should_exit`, refresh the report (`daemon.json`, read by `temper status`).
+- shutdown: stop handing out messages; let the turns in flight finish, for at most
+  `drain_timeout_s`; then cancel what is left (those items stay in the inbox and resume at the
+  next start), stop the channels and the schedule, close the agent and the store.
+
+The first SIGTERM or SIGINT sets `should_exit` (graceful); a second sets `force_exit`, which
+cuts the drain short. Deliveries that arrive while draining are still written to the inbox.
+
+Channels come from factories, one per platform name: `factory(config) -> Channel`
+(connectors/channel_registry.py has the built-in ones, for the platforms the config enables).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+import fcntl
+from functools import partial
+import importlib
+import logging
+import os
+from pathlib import Path
+import signal
+import time
+from typing import IO, Any
+
+from connectors.access import Access, PairingPolicy, allowlists
+from connectors.assembly import Assembled, build_agent
+from connectors.channel_registry import ChannelFactory, enabled_channels
+from connectors.config import Config
+from connectors.daemon_status import STATUS_FILE, DaemonReport, job_history, read_report, write_report
+from connectors.dispatch import DispatchSettings, Dispatcher
+from connectors.inbox import Inbox
+from connectors.schedule import Cron, Job, Scheduler
+from connectors.supervisor import ChannelSupervisor, RestartPolicy
+from connectors.systemd import notify
+from memory import MemoryStore
+
+log = logging.getLogger("temper.daemon")
+
+LOCK_FILE = "daemon.lock"
+DAY_S = 86_400.0
+
+
+class DaemonError(Exception):
+    """The daemon cannot start: another runs on this data dir, or the setup is unusable."""
+
+
+@dataclass(frozen=True)
+class ScheduleSettings:
+    maintenance: str = "0 4 * * 0"  # memory maintenance, Sundays 04:00
+    prune: str = "30 4 * * *"  # forget finished inbox items after `retention_days`
+    learner: str = "0 3 * * *"  # the learner's nightly cycle, when a learner provides one
+    retention_days: float = 30.0
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    drain_timeout_s: float = 30.0
+    status_interval_s: float = 5.0
+    dispatch: DispatchSettings = field(default_factory=DispatchSettings)
+    restart: RestartPolicy = field(default_factory=RestartPolicy)
+    pairing: PairingPolicy = field(default_factory=PairingPolicy)
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+
+
+class Daemon:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        channels: Mapping[str, ChannelFactory] | None = None,
+        jobs: Iterable[Job] = (),
+        settings: DaemonSettings | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.channel_factories = dict(enabled_channels(config) if channels is None else channels)
+        self.extra_jobs = list(jobs)
+        self.settings = settings or DaemonSettings()
+        self.environ = os.environ if environ is None else environ
+        self.should_exit = False
+        self.force_exit = False
+        self.status_path = config.data_dir / STATUS_FILE
+        self._forced = asyncio.Event()
+        self._state = "starting"
+        self._started_at = time.time()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._lock: IO[str] | None = None
+        self._assembled: Assembled | None = None
+        self.supervisors: dict[str, ChannelSupervisor] = {}
+        self.dispatcher: Dispatcher | None = None
+        self.scheduler: Scheduler | None = None
+        self.inbox: Inbox | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def serve(self) -> int:
+        """Run until a signal (or `should_exit`); 0 after a graceful stop, 1 after a forced one."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.handle_exit, sig)
+        try:
+            await self.startup()
+            await self.main_loop()
+        finally:
+            try:
+                await self.shutdown()
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+        return 1 if self.force_exit else 0
+
+    def handle_exit(self, sig: int | None = None) -> None:
+        log.info("%s: %s", signal.Signals(sig).name if sig else "exit", "stopping now" if self.should_exit else "draining")
+        if self.should_exit:
+            self.force_exit = True
+            self._forced.set()
+        self.should_exit = True
+
+    async def startup(self) -> None:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = _take_lock(self.config.data_dir / LOCK_FILE)
+        self._assembled = build_agent(self.config, self.environ)
+        store = self._assembled.store
+        self.inbox = Inbox(store, self._wake)
+        for name, factory in self.channel_factories.items():
+            self.supervisors[name] = ChannelSupervisor(
+                name, partial(factory, self.config), self.inbox.deliver, self.settings.restart, self.report
+            )
+        access = Access(store, allowlists(self.config), self.settings.pairing)
+        self.dispatcher = Dispatcher(store, self._assembled.agent, access, self.supervisors, self.settings.dispatch)
+        history = job_history(read_report(self.status_path))
+        self.scheduler = Scheduler([*self.default_jobs(store), *self.extra_jobs], history)
+        for supervisor in self.supervisors.values():
+            supervisor.start()
+        self._tasks = [
+            asyncio.create_task(self.dispatcher.run(), name="dispatcher"),
+            asyncio.create_task(self.scheduler.run(), name="schedule"),
+        ]
+        if not self.supervisors:
+            log.warning("no chat channel is enabled ([telegram] or [slack] enabled = true): running the schedule only")
+        self._state = "running"
+        self.report()
+        notify("READY=1")
+        log.info("temper daemon running: channels %s", ", ".join(self.supervisors) or "none")
+
+    async def main_loop(self) -> None:
+        next_report = time.monotonic() + self.settings.status_interval_s
+        while not self.should_exit:
+            await asyncio.sleep(0.1)
+            for task in self._tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise DaemonError(f"the {task.get_name()} stopped: {task.exception()!r}")
+            if time.monotonic() >= next_report:
+                self.report()
+                next_report = time.monotonic() + self.settings.status_interval_s
+
+    async def shutdown(self) -> None:
+        notify("STOPPING=1")
+        self._state = "draining"
+        if self.dispatcher is not None:
+            self.report()
+            left = await self.dispatcher.drain(self.settings.drain_timeout_s, self._forced)
+            if left:
+                log.warning("%d item(s) still in flight were stopped; they resume at the next start", left)
+        log.info("stopping the channels and the schedule")
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.scheduler is not None:
+            await self.scheduler.stop(0 if self.force_exit else 5.0)
+        await asyncio.gather(*(supervisor.stop() for supervisor in self.supervisors.values()))
+        self._state = "stopped"
+        if self._assembled is not None:
+            self.report()
+            await self._close_agent(self._assembled)
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
+            self._lock = None
+
+    async def _close_agent(self, assembled: Assembled) -> None:
+        try:
+            await asyncio.wait_for(assembled.agent.close(), None if not self.force_exit else 1.0)
+        except TimeoutError:
+            log.warning("after-reply work was cut short by the forced exit")
+        finally:
+            assembled.store.close()
+
+    # --- the pieces -----------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.wake()
+
+    def default_jobs(self, store: MemoryStore) -> list[Job]:
+        """Memory maintenance, inbox pruning, and the learner's nightly cycle if it has one."""
+        schedule = self.settings.schedule
+
+        async def maintain() -> str:
+            timings = await asyncio.to_thread(store.maintain)
+            return f"{len(timings)} steps in {sum(timings.values()):.2f} s"
+
+        async def prune() -> str:
+            removed = store.prune_inbox(schedule.retention_days * DAY_S)
+            return f"{removed} finished inbox items older than {schedule.retention_days:g} days removed"
+
+        jobs = [Job("memory-maintenance", Cron.parse(schedule.maintenance), maintain)]
+        jobs.append(Job("inbox-prune", Cron.parse(schedule.prune), prune))
+        learner = learner_job(self.config, store, Cron.parse(schedule.learner))
+        return jobs + ([learner] if learner is not None else [])
+
+    def report(self) -> None:
+        """Write `daemon.json` (see connectors/daemon_status.py)."""
+        if self._assembled is None:
+            return
+        depth = self._assembled.store.inbox_depth()
+        dispatcher, scheduler = self.dispatcher, self.scheduler
+        jobs: dict[str, dict[str, Any]] = {}
+        if scheduler is not None:
+            for name, job in scheduler.jobs.items():
+                last = scheduler.history.get(name)
+                upcoming = scheduler.next_runs.get(name)
+                jobs[name] = {
+                    "schedule": job.cron.text,
+                    "next_run": upcoming.isoformat() if isinstance(upcoming, datetime) else None,
+                    "last": None if last is None else asdict(last),
+                }
+        report = DaemonReport(
+            pid=os.getpid(),
+            state=self._state,
+            started_at=self._started_at,
+            updated_at=time.time(),
+            channels=[supervisor.snapshot() for supervisor in self.supervisors.values()],
+            queue={
+                "pending": depth.pending,
+                "failed": depth.failed,
+                "in_flight": 0 if dispatcher is None else dispatcher.in_flight,
+                "approvals_open": 0 if dispatcher is None else len(dispatcher.approvals),
+                "duplicates_dropped": 0 if self.inbox is None else self.inbox.duplicates,
+            },
+            jobs=jobs,
+        )
+        write_report(self.status_path, report)
+
+
+def learner_job(config: Config, store: MemoryStore, cron: Cron) -> Job | None:
+    """The learner's nightly cycle as a job, when an installed `learner` package provides
+    `async nightly_cycle(config, store) -> str` (a one-line summary); else None."""
+    try:
+        learner = importlib.import_module("learner")
+    except ModuleNotFoundError as error:
+        if error.name == "learner":
+            return None
+        raise
+    cycle = getattr(learner, "nightly_cycle", None)
+    if cycle is None:
+        return None
+    return Job("learner", cron, lambda: cycle(config, store))
+
+
+def _take_lock(path: Path) -> IO[str]:
+    """Hold an exclusive lock on `path` for the daemon's life (the kernel drops it if we die)."""
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open until shutdown
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        handle.close()
+        raise DaemonError(f"another temper daemon (pid {holder}) is running on {path.parent}") from None
+    handle.truncate(0)
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle

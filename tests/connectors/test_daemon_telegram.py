@@ -1,0 +1,101 @@
+"""The daemon with the real Telegram channel against the fake Bot API (tests/fakes/telegram_server.py):
+a conversation, an approval by inline button, and a thumbs-down landing on the right episode.
+This is the contract test between connectors/daemon.py and connectors/telegram_channel.py."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+import json
+from pathlib import Path
+
+import pytest
+
+from connectors.config import Config, load_config
+from connectors.daemon import Daemon, DaemonSettings
+from connectors.dispatch import DispatchSettings
+from connectors.telegram_channel import TelegramChannel
+from memory import MemoryStore
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.telegram_server import TOKEN, FakeTelegram
+
+pytestmark = pytest.mark.anyio
+
+SECRET_READ = "cat ~/.ssh/temper_test_absent"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def config(tmp_path: Path, server: FakeOpenAI) -> Config:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n[sandbox]\nbackend = "local"\n[executor]\nenabled = false\n'
+        f'[telegram]\nenabled = true\nallowed_users = [7]\n'
+        f'[models.planner]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
+        f'[models.judge]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
+    )
+    return load_config(path, environ={})
+
+
+async def until(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {condition}"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_telegram_conversation_with_an_approval_and_a_reaction(
+    config: Config, telegram: FakeTelegram, server: FakeOpenAI
+) -> None:
+    server.enqueue(text="Hello Alice!")
+    server.enqueue(tool_calls=[{"name": "shell", "arguments": {"command": SECRET_READ}}])
+    server.enqueue(text="Ran it.")
+    channels = {"telegram": lambda _: TelegramChannel(TOKEN, base_url=telegram.url, poll_timeout_s=1)}
+    settings = DaemonSettings(drain_timeout_s=5, dispatch=DispatchSettings(poll_s=0.05))
+    daemon = Daemon(config, channels=channels, settings=settings, environ={})
+    serving = asyncio.create_task(daemon.serve())
+    try:
+        telegram.message("hi", chat_id=7)
+        await until(lambda: telegram.sent)
+        hello = telegram.sent[0]
+        assert hello["text"] == "Hello Alice!" and str(hello["chat_id"]) == "7"
+
+        telegram.message("show my key", chat_id=7)
+        await until(lambda: len(telegram.sent) == 2)
+        prompt = telegram.sent[1]
+        assert SECRET_READ in prompt["text"]
+        markup = prompt["reply_markup"]
+        buttons = (json.loads(markup) if isinstance(markup, str) else markup)["inline_keyboard"][0]
+        yes = next(b["callback_data"] for b in buttons if b["callback_data"].startswith("yes:"))
+        telegram.callback(yes, message_id=prompt["message_id"], chat_id=7)
+        await until(lambda: len(telegram.sent) == 3)
+        assert telegram.sent[2]["text"] == "Ran it."
+        assert "operator declined" not in server.requests[2]["messages"][-1]["content"]
+
+        telegram.reaction(hello["message_id"], "👎", chat_id=7)
+        await until(lambda: _rewards(config)[0] is not None)
+    finally:
+        daemon.should_exit = True
+        assert await serving == 0
+    assert _rewards(config) == [0.0, None]
+
+
+def _rewards(config: Config) -> list[float | None]:
+    with MemoryStore.open(config.memory.db_path) as store:
+        return [row[0] for row in store.db.execute("select reward from episodes order by id")]
