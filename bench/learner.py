@@ -1,0 +1,278 @@
+"""Learner benchmark: one full GRPO iteration, our learner against trl's GRPOTrainer.
+
+Same run, same tiny model (runtime/executor/tiny.py, weights from one seed), same P chat prompts,
+G completions each, the same maximum completion length, LoRA of the same rank on the same
+modules for both, one torch thread, float32. An iteration is: generate G completions for each
+of the P prompts, score them with a verifiable reward (1 when the completion contains the
+prompt's target string, else 0), and take one optimizer step. The targets are common
+two-letter strings, so that a random model hits them about half the time and groups vary.
+
+Prints `name: value` lines: seconds per iteration for each (median over the iterations after a
+warm-up one) and their ratio, where the time goes (generation, row building, update), the row
+builder's share of our step, training tokens/s, and the zero-variance group fraction.
+Targets (issue 5): ours <= 0.7x trl's time; row building < 5% of a step.
+
+    python bench/learner.py [--prompts 4] [--group 8] [--max-tokens 32] [--iterations 6]
+    python bench/learner.py --device cuda --hidden 768 --layers 12 --heads 12   # ~90M parameters
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory.trajectory_records import Trajectory
+    from runtime.executor.completion import SamplingParams
+    from runtime.executor.sampling import SampledTokens
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+TARGETS = ("er", "in", "on", "it", "re", "at", "an", "es")
+LORA_RANK = 8
+LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj"]
+LEARNING_RATE = 1e-4
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[dict[str, str]]
+    target: str
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """Seconds spent in one iteration, and the tokens its update trained on."""
+
+    total_s: float
+    generate_s: float
+    rows_s: float  # 0 for trl: its batching is part of its update
+    update_s: float
+    tokens: int  # prompt + completion tokens of every sequence in the update
+    zero_variance_groups: int
+
+
+def make_prompts(count: int) -> list[Prompt]:
+    return [
+        Prompt([{"role": "user", "content": f"Write a word that contains '{t}'."}], t)
+        for t in (TARGETS * (count // len(TARGETS) + 1))[:count]
+    ]
+
+
+def reward(text: str, target: str) -> float:
+    return 1.0 if target in text else 0.0
+
+
+def zero_variance(rewards: list[float], group: int) -> int:
+    groups = [rewards[i : i + group] for i in range(0, len(rewards), group)]
+    return sum(1 for g in groups if len(set(g)) == 1)
+
+
+# trl ----------------------------------------------------------------------------------------
+
+
+def trl_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> list[Iteration]:
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    class Clock(TrainerCallback):
+        """Times each step, and the generation inside it (the trainer's `_generate`)."""
+
+        def __init__(self) -> None:
+            self.started = self.generating = 0.0
+            self.steps: list[Iteration] = []
+            self.rewards: list[float] = []
+            self.tokens_before = 0
+
+        def on_step_begin(self, _args: Any, state: Any, _control: Any, **_: Any) -> None:
+            self.generating = 0.0
+            self.tokens_before = state.num_input_tokens_seen
+            self.started = time.perf_counter()
+
+        def on_step_end(self, _args: Any, state: Any, _control: Any, **_: Any) -> None:
+            total = time.perf_counter() - self.started
+            self.steps.append(Iteration(
+                total_s=total, generate_s=self.generating, rows_s=0.0, update_s=total - self.generating,
+                tokens=int(state.num_input_tokens_seen - self.tokens_before),
+                zero_variance_groups=zero_variance(self.rewards[-len(prompts) * args.group :], args.group),
+            ))  # fmt: skip
+
+    clock = Clock()
+
+    def contains_target(completions: list[list[dict[str, str]]], target: list[str], **_: Any) -> list[float]:
+        rewards = [reward(c[0]["content"], t) for c, t in zip(completions, target, strict=True)]
+        clock.rewards.extend(rewards)
+        return rewards
+
+    with tempfile.TemporaryDirectory() as output:
+        config = GRPOConfig(
+            output_dir=output, use_cpu=args.device == "cpu", seed=0, data_seed=0,
+            per_device_train_batch_size=len(prompts) * args.group, num_generations=args.group,
+            gradient_accumulation_steps=1, steps_per_generation=1, num_iterations=1,
+            max_completion_length=args.max_tokens, temperature=1.0, top_p=1.0,
+            learning_rate=LEARNING_RATE, beta=0.0, loss_type="dapo", max_grad_norm=1.0,
+            max_steps=args.iterations + 1, gradient_checkpointing=False, bf16=False,
+            logging_steps=1, report_to="none", save_strategy="no", disable_tqdm=True,
+            dataloader_num_workers=0,
+        )  # fmt: skip
+        trainer = GRPOTrainer(
+            model=AutoModelForCausalLM.from_pretrained(model_dir),
+            reward_funcs=contains_target,
+            args=config,
+            train_dataset=Dataset.from_list([{"prompt": p.messages, "target": p.target} for p in prompts]),
+            processing_class=AutoTokenizer.from_pretrained(model_dir),
+            peft_config=LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=LORA_MODULES),
+            callbacks=[clock],
+        )
+        trainer.remove_callback(PrinterCallback)  # its log dict per step would bury the figures
+        generate = trainer._generate  # timed by wrapping the bound method: trl has no hook for it
+
+        def timed_generate(*call_args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            result = generate(*call_args, **kwargs)
+            clock.generating += time.perf_counter() - began
+            return result
+
+        trainer._generate = timed_generate  # type: ignore[method-assign]
+        trainer.train()
+    return clock.steps[1:]  # the first one warms up
+
+
+# ours ---------------------------------------------------------------------------------------
+
+
+def ours_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> list[Iteration]:
+    """Sample through the runtime's executor path (`LocalModel.sample`, one sequence at a time,
+    logprobs captured) from the policy being trained, score, `build_rows`, `GRPOTrainer.step`.
+    Settings match trl's: token-level loss (DAPO), truncated completions trained on, no KL,
+    clip 0.2 both sides."""
+    from learner.policy import LoraSettings
+    from learner.rows import RowSettings, build_rows
+    from learner.train import GRPOTrainer, TrainSettings
+    from runtime.executor.completion import SamplingParams
+    from runtime.executor.local_model import LocalModel
+
+    lora = LoraSettings(rank=LORA_RANK, alpha=2 * LORA_RANK, target_modules=tuple(LORA_MODULES))
+    settings = TrainSettings(lora=lora, learning_rate=LEARNING_RATE, epsilon_high=0.2, checkpoint_every=0)
+    trainer = GRPOTrainer(LocalModel.load(model_dir, device=args.device), settings)
+    rows = RowSettings(normalisation="token", mask_truncated=False)
+    sampler = trainer.policy.sampler  # the live weights: each iteration samples the updated policy
+    encoded = [sampler.tokenizer.encode_chat(p.messages) for p in prompts]
+    iterations = []
+    for iteration in range(args.iterations + 1):
+        began = time.perf_counter()
+        trajectories = []
+        for index, (prompt, prompt_ids) in enumerate(zip(prompts, encoded, strict=True)):
+            for member in range(args.group):
+                seed = (iteration * len(prompts) + index) * args.group + member
+                sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens, seed=seed)
+                sampled = sampler.sample(prompt_ids, sampling)
+                score = reward(sampler.tokenizer.decode(sampled.ids), prompt.target)
+                trajectories.append(_trajectory(len(trajectories), f"p{index}", prompt_ids, sampled, score, sampling))
+        generated = time.perf_counter()
+        batch = build_rows(trajectories, rows)
+        built = time.perf_counter()
+        trainer.step(batch)
+        done = time.perf_counter()
+        iterations.append(Iteration(
+            total_s=done - began, generate_s=generated - began, rows_s=built - generated,
+            update_s=done - built, tokens=batch.stats.tokens,
+            zero_variance_groups=batch.stats.zero_variance_groups,
+        ))  # fmt: skip
+    return iterations[1:]  # the first one warms up
+
+
+def _trajectory(
+    number: int, group: str, prompt_ids: list[int], sampled: SampledTokens, score: float, sampling: SamplingParams
+) -> Trajectory:
+    """One single-call training episode, as memory would hand it back."""
+    from memory.trajectory_records import ExecutorEpisode, RecordedCall, Trajectory
+
+    episode = ExecutorEpisode(
+        id=number, kind="executor", task=group, status="done", reward=score, reward_source="verifier",
+        reward_reason=None, split="train", group_id=group, sandbox_backend=None, snapshot_id=None,
+        snapshot_bytes=None, verifier=None, parent_episode_id=None, session_id=None, user_id=None,
+        contains_secret=False, created_at=0.0, finished_at=None,
+    )  # fmt: skip
+    call = RecordedCall(
+        role="executor", model="tiny", prompt_ids=list(prompt_ids), completion_ids=sampled.ids,
+        completion_logprobs=sampled.logprobs, finish_reason=sampled.finish_reason,
+        sampling=sampling.as_dict(), id=number, episode_id=number, index=0, extends_previous=False,
+        mismatch=None, common_prefix=0, created_at=0.0,
+    )  # fmt: skip
+    return Trajectory(episode, [call])
+
+
+# main ---------------------------------------------------------------------------------------
+
+
+def summarise(name: str, iterations: list[Iteration], groups: int) -> tuple[float, float]:
+    """Print one side's figures; return its median iteration and update seconds."""
+    total = statistics.median(i.total_s for i in iterations)
+    generate = statistics.median(i.generate_s for i in iterations)
+    rows = statistics.median(i.rows_s for i in iterations)
+    update = statistics.median(i.update_s for i in iterations)
+    tokens = statistics.median(i.tokens for i in iterations)
+    zero = sum(i.zero_variance_groups for i in iterations) / len(iterations)
+    print(f"{name} iteration: {total:.3f} s (median of {len(iterations)})")
+    print(f"{name} generation: {generate:.3f} s ({generate / total:.0%})")
+    if rows:
+        print(f"{name} row building: {rows * 1000:.1f} ms ({rows / (rows + update):.1%} of a step; target < 5%)")
+    print(f"{name} update: {update:.3f} s ({update / total:.0%})")
+    print(f"{name} training tokens/s: {tokens / update:,.0f} (update only), {tokens / total:,.0f} (whole iteration)")
+    print(f"{name} zero-variance groups: {zero:.1f} of {groups} per iteration")
+    return total, update
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=4, help="P")
+    parser.add_argument("--group", type=int, default=8, help="G: completions per prompt")
+    parser.add_argument("--max-tokens", type=int, default=32, help="maximum completion length")
+    parser.add_argument("--iterations", type=int, default=6, help="timed, after one warm-up")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=4)
+    args = parser.parse_args()
+
+    import torch
+    from transformers.utils import logging as transformers_logging
+
+    from runtime.executor.tiny import build_tiny_model
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # transformers 5 renames, for trl
+    transformers_logging.disable_progress_bar()
+
+    torch.set_num_threads(1)
+    prompts = make_prompts(args.prompts)
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = build_tiny_model(Path(tmp) / "tiny", seed=0, hidden=args.hidden, layers=args.layers, heads=args.heads)
+        parameters = _parameters(model_dir)
+        print(f"model: Qwen3 from a config, {parameters / 1e6:.1f}M parameters, {args.device}, torch threads 1")
+        print(f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}")
+        trl, trl_update = summarise("trl", trl_iterations(model_dir, prompts, args), len(prompts))
+        ours, ours_update = summarise("ours", ours_iterations(model_dir, prompts, args), len(prompts))
+        print(f"ours / trl iteration time: {ours / trl:.2f}x (target <= 0.7x)")
+        print(f"ours / trl update time: {ours_update / trl_update:.2f}x")
+
+
+def _parameters(model_dir: Path) -> int:
+    from safetensors import safe_open
+
+    with safe_open(str(model_dir / "model.safetensors"), "pt") as weights:
+        return sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())
+
+
+if __name__ == "__main__":
+    main()
