@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from connectors import daemon_cli, memory_cli, serve, trajectories_cli
+from connectors import daemon_cli, executor_cli, memory_cli, serve, trajectories_cli
 from connectors.chat import chat
 from connectors.cli_context import CliState, get_config, get_state
 
@@ -28,6 +28,7 @@ app = typer.Typer(
 app.add_typer(memory_cli.app, name="memory")
 app.add_typer(serve.app, name="serve")
 app.add_typer(trajectories_cli.app, name="trajectories")
+app.add_typer(executor_cli.app, name="executor")
 app.command()(chat)
 app.add_typer(daemon_cli.app, name="daemon")
 app.add_typer(daemon_cli.pairing_app, name="pairing")
