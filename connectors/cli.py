@@ -16,6 +16,7 @@ import typer
 
 from connectors import daemon_cli, executor_cli, memory_cli, serve, trajectories_cli
 from connectors.chat import chat
+from connectors import tasks_cli
 from connectors.cli_context import CliState, get_config, get_state
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app = typer.Typer(
 app.add_typer(memory_cli.app, name="memory")
 app.add_typer(serve.app, name="serve")
 app.add_typer(trajectories_cli.app, name="trajectories")
+app.add_typer(tasks_cli.app, name="tasks")
 app.add_typer(executor_cli.app, name="executor")
 app.command()(chat)
 app.add_typer(daemon_cli.app, name="daemon")

@@ -1,0 +1,133 @@
+"""Running a task in a sandbox: its initial workspace, an attempt, and the verifier's verdict.
+
+    prepare_workspace(task, sandbox)      write the task's files into a started sandbox
+    task_snapshot(task, store)            the same workspace as a content-addressed snapshot
+    verify(task, sandbox)                 copy in the verifier's files, run the check: exit 0
+    run_attempt(task, commands, backend)  a fresh sandbox, the commands, the verdict
+    run_reference(task, backend)          run_attempt with the task's reference solution
+
+Invariants: the verifier's files (a terminal-bench `tests/`) enter the workspace only when
+the verifier runs, so an attempt never sees them; the reference's files (`solution/`) only
+for the reference run, and they are removed before the check. Snapshots of the same files
+get the same id: file times are fixed, so identical tasks share one tarball.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from runtime.sandbox import (
+    BackendName,
+    CommandResult,
+    Sandbox,
+    SandboxOptions,
+    Snapshot,
+    open_sandbox,
+)
+
+from learner.tasks.task import FileContent, Task
+
+FIXED_MTIME = 946_684_800  # 2000-01-01: content, not the clock, names a task's snapshot
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """What one attempt at a task did: the verdict, the transcript, and the time it took."""
+
+    passed: bool
+    output: str  # "$ command" and its output for each command, then the verifier's
+    seconds: float
+
+
+async def prepare_workspace(task: Task, sandbox: Sandbox) -> None:
+    """Write the task's initial files into `sandbox`'s workspace."""
+    await _write_all(sandbox, task, task.files)
+
+
+async def task_snapshot(task: Task, store: Path) -> Snapshot:
+    """The task's initial workspace as a snapshot in `store` (same files: same snapshot)."""
+    with tempfile.TemporaryDirectory(prefix="temper-task-") as scratch:
+        root = Path(scratch) / "workspace"
+        await asyncio.to_thread(_materialise, task, root)
+        # The plain file copy of the local backend; nothing is run in it.
+        async with open_sandbox("local", workspace=root) as sandbox:
+            return await sandbox.snapshot(Path(store))
+
+
+async def verify(task: Task, sandbox: Sandbox) -> bool:
+    """Whether the workspace in `sandbox` passes the task's check."""
+    return (await _check(task, sandbox)).ok
+
+
+async def run_attempt(
+    task: Task,
+    commands: Iterable[str],
+    backend: BackendName = "local",
+    options: SandboxOptions | None = None,
+    *,
+    with_reference_files: bool = False,
+) -> AttemptResult:
+    """Run `commands` in a fresh sandbox started from the task's workspace, then verify."""
+    started = time.perf_counter()
+    transcript: list[str] = []
+    async with open_sandbox(backend, options=options) as sandbox:
+        await prepare_workspace(task, sandbox)
+        if with_reference_files:
+            await _write_all(sandbox, task, task.reference_files)
+        for command in commands:
+            transcript.append(_render(await sandbox.run(command, task.timeout_s)))
+        if with_reference_files and task.reference_files:
+            await sandbox.run("rm -rf -- " + " ".join(_top_levels(task.reference_files)), 30)
+        check = await _check(task, sandbox)
+    transcript.append(_render(check, prefix="verifier"))
+    return AttemptResult(check.ok, "\n".join(transcript), time.perf_counter() - started)
+
+
+async def run_reference(
+    task: Task, backend: BackendName = "local", options: SandboxOptions | None = None
+) -> tuple[bool, str]:
+    """Run the task's reference solution in a fresh sandbox: (passed, transcript)."""
+    result = await run_attempt(task, task.reference, backend, options, with_reference_files=True)
+    return result.passed, result.output
+
+
+async def _check(task: Task, sandbox: Sandbox) -> CommandResult:
+    await _write_all(sandbox, task, task.verifier_files)
+    return await sandbox.run(task.verifier, task.verifier_timeout_s)
+
+
+async def _write_all(sandbox: Sandbox, task: Task, files: Mapping[str, FileContent]) -> None:
+    for path, content in files.items():
+        await sandbox.write_file(path, content, mode=_mode(task, path))
+
+
+def _mode(task: Task, path: str) -> int:
+    return 0o755 if path in task.executable else 0o644
+
+
+def _materialise(task: Task, root: Path) -> None:
+    """Write the task's files under `root` with fixed modes and times (blocking I/O)."""
+    root.mkdir()
+    for path, content in task.files.items():
+        target = root / path
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
+        target.chmod(_mode(task, path))
+    for directory, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.utime(Path(directory) / name, (FIXED_MTIME, FIXED_MTIME))
+
+
+def _top_levels(paths: Iterable[str]) -> list[str]:
+    return sorted({PurePosixPath(path).parts[0] for path in paths})
+
+
+def _render(result: CommandResult, prefix: str = "$") -> str:
+    status = "timed out" if result.timed_out else f"exit {result.exit_code}"
+    return f"{prefix} {result.command}  [{status}, {result.duration_s:.2f} s]\n{result.output}".rstrip()
