@@ -10,6 +10,7 @@ Nothing asks a person here: commands the policy wants approved are declined.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 import hashlib
@@ -22,6 +23,7 @@ from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
 from runtime.executor.recording import MemoryRecorder
 from runtime.tools import ToolContext
 
+from learner.batching import GroupBatcher
 from learner.tasks import Task, task_snapshot, verify
 
 LEARNER_USER = "learner"
@@ -58,12 +60,19 @@ async def replay(
     settings: ReplaySettings,
     label: str,
 ) -> list[Attempt]:
-    """Every task `settings.group_size` times; the attempts in task order."""
-    attempts = []
+    """Every task `settings.group_size` times; the attempts in task order.
+
+    A group's attempts run concurrently; with a backend that samples groups in one batch
+    (LocalBackend), their identical first calls become one batched call (learner/batching.py).
+    """
+    sampler: ExecutorBackend = GroupBatcher(backend) if hasattr(backend, "complete_group") else backend
+    attempts: list[Attempt] = []
     for task in tasks:
         snapshot = await task_snapshot(task, snapshot_dir)
-        for index in range(settings.group_size):
-            attempts.append(await _attempt(task, index, snapshot, backend, store, snapshot_dir, settings, label))
+        attempts += await asyncio.gather(
+            *(_attempt(task, index, snapshot, sampler, store, snapshot_dir, settings, label)
+              for index in range(settings.group_size))
+        )  # fmt: skip
     return attempts
 
 

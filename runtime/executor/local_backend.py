@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +82,39 @@ class LocalBackend:
             latency_s=time.perf_counter() - started,
             sampling=sampling,
         )
+
+    async def complete_group(
+        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams, seeds: Sequence[int]
+    ) -> list[Completion]:
+        """One Completion per seed for the same messages, sampled as one batch (a GRPO group).
+        Each equals what `complete` gives with `sampling.seed` = that seed (batched arithmetic
+        aside)."""
+        adapter = self._adapter
+        started = time.perf_counter()
+        tokenizer = self.model.tokenizer
+
+        def run() -> tuple[list[int], list[Any]]:
+            prompt_ids = tokenizer.encode_chat(messages)
+            return prompt_ids, self.model.sample_group(prompt_ids, sampling, seeds, adapter=adapter)
+
+        prompt_ids, group = await asyncio.to_thread(run)
+        latency = time.perf_counter() - started
+        return [
+            Completion(
+                text=tokenizer.decode(sampled.ids),
+                prompt_ids=list(prompt_ids),
+                completion_ids=sampled.ids,
+                completion_logprobs=sampled.logprobs,
+                finish_reason=sampled.finish_reason,
+                model=self.model.name,
+                adapter_version=adapter,
+                tokenizer_hash=tokenizer.hash,
+                chat_template_hash=tokenizer.chat_template_hash,
+                latency_s=latency,
+                sampling=replace(sampling, seed=seed),
+            )
+            for sampled, seed in zip(group, seeds, strict=True)
+        ]
 
     async def logprobs_of(
         self, prompt_ids: Sequence[int], completion_ids: Sequence[int]

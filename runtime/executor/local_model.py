@@ -30,7 +30,7 @@ import torch
 
 from runtime.executor.completion import SamplingParams
 from runtime.executor.errors import ExecutorLoadError, ExecutorRequestError
-from runtime.executor.sampling import SampledTokens, sample_tokens, teacher_forced_logprobs
+from runtime.executor.sampling import SampledTokens, sample_group, sample_tokens, teacher_forced_logprobs
 from runtime.executor.tokenization import ExecutorTokenizer
 
 
@@ -151,6 +151,34 @@ class LocalModel:
                 stop_ids=self.stop_ids,
                 generator=generator,
                 top_logprobs=top_logprobs,
+            )
+
+    def sample_group(
+        self,
+        prompt_ids: Sequence[int],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
+        *,
+        adapter: str | None = None,
+    ) -> list[SampledTokens]:
+        """One completion of `prompt_ids` per seed, sampled together as one batch."""
+        self._check_tokens(prompt_ids)
+        _check_sampling(sampling)
+        max_tokens = min(sampling.max_tokens, self.max_positions - len(prompt_ids))
+        generators = []
+        for seed in seeds:
+            generator = torch.Generator(device=self.device)
+            generator.manual_seed(seed)
+            generators.append(generator)
+        with self._lock, self._policy(adapter) as model:
+            return sample_group(
+                model,
+                prompt_ids,
+                generators,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=max_tokens,
+                stop_ids=self.stop_ids,
             )
 
     def logprobs_of(

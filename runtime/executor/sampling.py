@@ -115,3 +115,53 @@ def _forward_arguments(model: torch.nn.Module) -> tuple[str, dict[str, int]]:
     parameters = inspect.signature(base.forward).parameters
     cache_name = "cache" if "cache" in parameters else "past_key_values"
     return cache_name, ({"logits_to_keep": 1} if "logits_to_keep" in parameters else {})
+
+
+@torch.inference_mode()
+def sample_group(
+    model: torch.nn.Module,
+    prompt_ids: Sequence[int],
+    generators: Sequence[torch.Generator],
+    *,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    stop_ids: Collection[int],
+) -> list[SampledTokens]:
+    """`len(generators)` completions of one prompt, sampled as one batch (a GRPO group).
+
+    Row i draws with `generators[i]` exactly as `sample_tokens` would, so a seed gives the same
+    completion alone or in a group (up to floating-point differences of batched matrix products).
+    The prompt is encoded once and its key-value cache repeated for the rows; a row that sampled
+    a stop token keeps being fed a token whose outputs are ignored, so the batch stays rectangular.
+    """
+    rows = len(generators)
+    device = generators[0].device
+    cache_name, prompt_extra = _forward_arguments(model)
+    prompt = torch.tensor([list(prompt_ids)] * rows, device=device)  # (N, P)
+    output = model(input_ids=prompt, use_cache=True, **prompt_extra)
+    ids: list[list[int]] = [[] for _ in range(rows)]
+    logprobs: list[list[float]] = [[] for _ in range(rows)]
+    finished = [False] * rows
+    step = 0
+    while step < max_tokens and not all(finished):
+        logits = output.logits[:, -1].float()  # (N, V)
+        raw = torch.log_softmax(logits, dim=-1)  # (N, V)
+        tokens = []
+        for row in range(rows):
+            if finished[row]:
+                tokens.append(ids[row][-1])  # fed again, outputs ignored
+                continue
+            token = choose_token(logits[row], temperature, top_p, generators[row])
+            ids[row].append(token)
+            logprobs[row].append(raw[row, token].item())
+            finished[row] = token in stop_ids
+            tokens.append(token)
+        step += 1
+        if step < max_tokens and not all(finished):
+            next_input = torch.tensor(tokens, device=device)[:, None]  # (N, 1)
+            output = model(input_ids=next_input, use_cache=True, **{cache_name: getattr(output, cache_name)})
+    return [
+        SampledTokens(ids[row], logprobs[row], "stop" if finished[row] else "length", [])
+        for row in range(rows)
+    ]

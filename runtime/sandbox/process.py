@@ -156,6 +156,6 @@ def _threads_of(uid: int) -> int:
         try:
             if entry.stat().st_uid == uid:
                 count += len(os.listdir(f"/proc/{entry.name}/task"))
-        except (FileNotFoundError, PermissionError):
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue  # the process ended while we looked, or is not ours to inspect
     return count
