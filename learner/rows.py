@@ -1,0 +1,275 @@
+"""Training rows from executor trajectories: which tokens the loss sees, and how much each counts.
+
+    batch = build_rows(trajectories, RowSettings())     # -> RowBatch
+    batch.rows, batch.packs, batch.denominator, batch.stats
+    packs = pack_rows(rows, token_budget)               # what build_rows packs with
+
+Pure Python (no torch): learner/micro_batch.py turns a pack into tensors.
+
+A row is one token sequence the model reads in one forward pass. For an episode of two calls:
+
+    tokens        prompt 1 | completion 1 | tool output, template glue | completion 2
+    mask          0 0 0    | 1 1 1 1      | 0 0 0 0 0                  | 1 1 1
+    old_logprobs  0 0 0    | captured     | 0 0 0 0 0                  | captured
+
+The mask is 1 exactly on tokens the executor sampled: nothing is re-encoded, so the loss trains
+on the very ids whose log-probabilities were captured (`old_logprobs`, the old policy). An
+episode stays one row while each call's prompt starts with the previous call's prompt +
+completion (`RecordedCall.extends_previous`); where it does not, a new row starts with that
+call's full prompt, and `stats.mismatches` counts the cause (memory's MISMATCH_CAUSES).
+
+Rules, in the order they apply:
+- Only training episodes count: held-out ones are refused (counted, never trained on), as are
+  episodes without a reward or a group.
+- Groups whose rewards are all equal are dropped (`advantages.select_groups`); the advantage of
+  the episodes left is computed within their group and broadcast to all the episode's rows.
+- Only `executor` calls are rows. A call whose prompt + completion exceeds `max_row_tokens` is
+  dropped (and the next call starts a new row). Calls whose ids were not sampled (re-tokenised,
+  or no logprobs) and completions cut at `max_tokens` (finish_reason "length", DAPO's overlong
+  masking) stay in the row as context, masked out.
+- Each episode's row tokens carry `weight` (the loss normalisation below), and the loss of a
+  whole batch is sum(mask * weight * per-token loss) / `denominator`:
+      "episode"   weight 1 / (the episode's sampled tokens), denominator = episodes: each
+                  episode sums to 1, so long episodes do not dominate (the default);
+      "token"     weight 1, denominator = sampled tokens in the batch (DAPO's token level);
+      "constant"  weight 1 / `constant_length`, denominator = episodes (Dr. GRPO).
+- Rows are packed into micro-batches (`packs`) whose padded size, rows x longest row, stays
+  within `token_budget`: the trainer accumulates gradients over them.
+
+Calls sampled at a temperature or top-p other than 1 are counted (`stats.tempered_calls`): their
+captured logprobs are raw model logprobs, not the sampling distribution's, so for them the ratio
+new/old is measured against a policy that did not sample the tokens (see learner/loss.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from learner.advantages import group_advantages, select_groups
+from memory.trajectory_records import RecordedCall, Trajectory
+
+Normalisation = Literal["episode", "token", "constant"]
+NORMALISATIONS = ("episode", "token", "constant")
+
+
+@dataclass(frozen=True)
+class RowSettings:
+    normalisation: Normalisation = "episode"
+    scale_by_std: bool = False  # GRPO's (r - mean) / std; off: Dr. GRPO's r - mean
+    top_variance_fraction: float = 1.0  # of the groups with variance, keep this share, highest first
+    max_row_tokens: int = 2048  # a call longer than this (prompt + completion) is dropped
+    token_budget: int = 8192  # per micro-batch: rows x longest row, padding included
+    constant_length: int = 512  # Dr. GRPO's constant: the longest completion one expects
+    mask_truncated: bool = True  # completions cut at max_tokens are not trained on
+
+    def __post_init__(self) -> None:
+        if self.normalisation not in NORMALISATIONS:
+            raise ValueError(
+                f"normalisation must be one of {', '.join(NORMALISATIONS)}; got {self.normalisation!r}"
+            )
+        if not 0 < self.top_variance_fraction <= 1:
+            raise ValueError(
+                f"top_variance_fraction must be in (0, 1]; got {self.top_variance_fraction}"
+            )
+        if self.max_row_tokens < 2:
+            raise ValueError(f"max_row_tokens must be at least 2; got {self.max_row_tokens}")
+        if self.token_budget < self.max_row_tokens:
+            raise ValueError(
+                f"token_budget ({self.token_budget}) must be at least max_row_tokens "
+                f"({self.max_row_tokens}): every row has to fit in a micro-batch"
+            )
+        if self.constant_length < 1:
+            raise ValueError(f"constant_length must be at least 1; got {self.constant_length}")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One forward pass worth of tokens; `tokens`, `mask` and `old_logprobs` are aligned (T,),
+    `mask[t]` and `old_logprobs[t]` describe `tokens[t]` (predicted from `tokens[:t]`)."""
+
+    episode_id: int
+    group_id: str
+    tokens: list[int]  # (T,)
+    mask: list[int]  # (T,) 1 on sampled completion tokens the loss trains on
+    old_logprobs: list[float]  # (T,) captured raw logprob of tokens[t]; 0.0 where mask is 0
+    advantage: float  # the episode's, broadcast to all its rows
+    weight: float  # per-token loss weight, the same for all the episode's rows
+    reward: float
+
+
+@dataclass
+class RowStats:
+    episodes: int = 0  # given
+    trained_episodes: int = 0  # with at least one row in the batch
+    heldout_episodes: int = 0  # refused: held-out episodes are never trained on
+    unrewarded_episodes: int = 0
+    ungrouped_episodes: int = 0
+    groups: int = 0  # groups with rewards
+    zero_variance_groups: int = 0
+    low_variance_groups: int = 0  # dropped by top_variance_fraction
+    reward_mean: float = 0.0  # over every rewarded training episode, dropped groups included
+    calls: int = 0  # executor calls of the kept episodes
+    mismatches: Counter[str] = field(default_factory=Counter)  # new rows by cause
+    truncated_calls: int = 0  # finish_reason "length", masked when mask_truncated
+    unsampled_calls: int = 0  # re-tokenised or without logprobs: context only
+    tempered_calls: int = 0  # sampled at temperature or top-p other than 1
+    overlong_calls: int = 0  # dropped: longer than max_row_tokens
+    rows: int = 0
+    tokens: int = 0  # all row tokens
+    trained_tokens: int = 0  # mask == 1
+
+    @property
+    def zero_variance_fraction(self) -> float:
+        return self.zero_variance_groups / self.groups if self.groups else 0.0
+
+
+@dataclass(frozen=True)
+class RowBatch:
+    rows: list[Row]
+    packs: list[list[Row]]  # micro-batches within the token budget, longest rows first
+    denominator: float  # the batch loss is sum(mask * weight * loss) / denominator
+    stats: RowStats
+
+
+def build_rows(trajectories: Iterable[Trajectory], settings: RowSettings) -> RowBatch:
+    stats = RowStats()
+    groups: dict[str, list[Trajectory]] = {}
+    for trajectory in trajectories:
+        episode = trajectory.episode
+        stats.episodes += 1
+        if episode.split == "heldout":
+            stats.heldout_episodes += 1
+        elif episode.reward is None:
+            stats.unrewarded_episodes += 1
+        elif episode.group_id is None:
+            stats.ungrouped_episodes += 1
+        else:
+            groups.setdefault(episode.group_id, []).append(trajectory)
+    rewards = {key: [_reward(t) for t in members] for key, members in groups.items()}
+    every_reward = [r for group in rewards.values() for r in group]
+    stats.groups = len(groups)
+    stats.reward_mean = sum(every_reward) / len(every_reward) if every_reward else 0.0
+
+    selection = select_groups(rewards, settings.top_variance_fraction)
+    stats.zero_variance_groups = selection.zero_variance
+    stats.low_variance_groups = selection.low_variance
+    rows: list[Row] = []
+    for key in selection.kept:
+        advantages = group_advantages(rewards[key], scale_by_std=settings.scale_by_std)
+        for trajectory, advantage in zip(groups[key], advantages, strict=True):
+            rows.extend(_episode_rows(trajectory, key, advantage, settings, stats))
+
+    stats.rows = len(rows)
+    stats.tokens = sum(len(row.tokens) for row in rows)
+    stats.trained_tokens = sum(sum(row.mask) for row in rows)
+    stats.trained_episodes = len({row.episode_id for row in rows})
+    if settings.normalisation == "token":
+        denominator = float(stats.trained_tokens)
+    else:
+        denominator = float(stats.trained_episodes)
+    return RowBatch(rows, pack_rows(rows, settings.token_budget), max(denominator, 1.0), stats)
+
+
+def pack_rows(rows: Sequence[Row], token_budget: int) -> list[list[Row]]:
+    """Micro-batches whose padded size (rows x longest row) stays within `token_budget`: rows
+    sorted longest first and packed greedily, so little of each is padding. A row longer than
+    the budget gets a micro-batch of its own."""
+    packs: list[list[Row]] = []
+    current: list[Row] = []
+    for row in sorted(rows, key=lambda r: len(r.tokens), reverse=True):
+        if current and (len(current) + 1) * len(current[0].tokens) > token_budget:
+            packs.append(current)
+            current = []
+        current.append(row)
+    if current:
+        packs.append(current)
+    return packs
+
+
+@dataclass
+class _Draft:
+    """A row being built: lists grow as calls extend it."""
+
+    tokens: list[int]
+    mask: list[int]
+    old_logprobs: list[float]
+
+
+def _episode_rows(
+    trajectory: Trajectory, group_id: str, advantage: float, settings: RowSettings, stats: RowStats
+) -> list[Row]:
+    drafts: list[_Draft] = []
+    draft: _Draft | None = None
+    for call in trajectory.calls:
+        if call.role != "executor":
+            continue
+        stats.calls += 1
+        if call.mismatch is not None:
+            stats.mismatches[call.mismatch] += 1
+        prompt, completion = call.prompt_ids, call.completion_ids
+        if len(prompt) + len(completion) > settings.max_row_tokens:
+            stats.overlong_calls += 1
+            draft = None  # the next call cannot extend what was dropped
+            continue
+        if draft is not None and call.extends_previous and len(prompt) >= len(draft.tokens):
+            glue = prompt[len(draft.tokens) :]  # tool output and template tokens: not sampled
+            draft.tokens.extend(glue)
+            draft.mask.extend([0] * len(glue))
+            draft.old_logprobs.extend([0.0] * len(glue))
+        else:
+            draft = _Draft(list(prompt), [0] * len(prompt), [0.0] * len(prompt))
+            drafts.append(draft)
+        trained = _trained(call, settings, stats)
+        draft.tokens.extend(completion)
+        draft.mask.extend([int(trained)] * len(completion))
+        draft.old_logprobs.extend(call.completion_logprobs if trained else [0.0] * len(completion))
+
+    drafts = [d for d in drafts if any(d.mask)]
+    sampled = sum(sum(d.mask) for d in drafts)
+    if not sampled:
+        return []
+    weight = _weight(settings, sampled)
+    reward = _reward(trajectory)
+    episode_id = trajectory.episode.id
+    return [
+        Row(episode_id, group_id, d.tokens, d.mask, d.old_logprobs, advantage, weight, reward)
+        for d in drafts
+    ]
+
+
+def _trained(call: RecordedCall, settings: RowSettings, stats: RowStats) -> bool:
+    """Whether the loss trains on this call's completion; counts why not."""
+    if call.completion_logprobs and len(call.completion_logprobs) != len(call.completion_ids):
+        raise ValueError(
+            f"call {call.id} has {len(call.completion_logprobs)} logprobs for "
+            f"{len(call.completion_ids)} completion ids: the record is damaged"
+        )
+    if call.sampling.get("temperature", 1.0) != 1.0 or call.sampling.get("top_p", 1.0) != 1.0:
+        stats.tempered_calls += 1
+    if call.retokenized or not call.completion_logprobs:
+        stats.unsampled_calls += 1
+        return False
+    if call.finish_reason == "length":
+        stats.truncated_calls += 1
+        return not settings.mask_truncated
+    return True
+
+
+def _weight(settings: RowSettings, sampled_tokens: int) -> float:
+    if settings.normalisation == "episode":
+        return 1.0 / sampled_tokens
+    if settings.normalisation == "constant":
+        return 1.0 / settings.constant_length
+    return 1.0
+
+
+def _reward(trajectory: Trajectory) -> float:
+    reward = trajectory.episode.reward
+    if reward is None:  # filtered out before; kept for the type checker
+        raise ValueError(f"episode {trajectory.episode.id} has no reward")
+    return float(reward)
+
+

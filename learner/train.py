@@ -1,0 +1,239 @@
+"""GRPO on the executor's own trajectories: one optimizer step per batch of rows.
+
+    trainer = GRPOTrainer(local_model, TrainSettings(), checkpoint_dir)   # resumes if it can
+    batch = build_rows(trajectories, RowSettings())                      # learner/rows.py
+    metrics = trainer.step(batch)                                         # StepMetrics
+    trainer.policy.sampler            # a LocalModel over the trained weights, to sample with
+    trainer.save_adapter(directory)   # the candidate, in PEFT format, for the gate
+    trainer.policy.save_model(directory)   # full fine-tuning: a model directory instead
+
+A step, top to bottom:
+1. for each micro-batch of the batch (rows packed within a token budget):
+   a. reference log-probabilities, when the KL term is on: no gradient, adapter disabled;
+   b. the policy's log-probabilities of the row tokens, a chunk of positions at a time
+      (learner/logprobs.py), and the entropy of the distribution at the trained positions;
+   c. the clipped policy loss (learner/loss.py), already normalised for the whole batch, so
+      backward() on each micro-batch accumulates the batch gradient;
+2. clip the gradient norm, one AdamW step;
+3. a checkpoint every `checkpoint_every` steps (learner/checkpoint.py).
+
+The old policy is the captured logprobs in the rows; nothing is sampled or recomputed here
+before the update. Calling `step` again on the same batch makes another update on it (ratios now
+depart from 1 and the clip starts to bind), as PPO's epochs do.
+
+Determinism: a step uses no randomness (no dropout: the model stays in eval mode), so the same
+rows on the same weights and optimizer state give the same update; that is what makes a resumed
+run equal an uninterrupted one. The trainer logs nothing itself: `StepMetrics` is for the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from learner.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from learner.logprobs import token_logprobs
+from learner.loss import policy_loss
+from learner.micro_batch import MicroBatch, collate
+from learner.policy import LoraSettings, TrainablePolicy
+from learner.rows import RowBatch
+from runtime.executor.local_model import LocalModel
+from runtime.executor.tokenization import ExecutorTokenizer
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    lora: LoraSettings | None = LoraSettings()  # None: full fine-tuning
+    learning_rate: float = 1e-4
+    epsilon_low: float = 0.2  # ratio floor 1 - eps_low (tokens with negative advantage)
+    epsilon_high: float = 0.28  # ratio ceiling 1 + eps_high (DAPO's clip-higher)
+    beta: float = 0.0  # weight of the KL term against the reference; 0 turns it off
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    logprob_chunk_tokens: int = 1024  # positions x rows whose logits exist at once
+    checkpoint_every: int = 1  # steps; 0: never
+    keep_checkpoints: int = 2
+    seed: int = 0  # LoRA's initialisation
+
+    def __post_init__(self) -> None:
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive; got {self.learning_rate}")
+        if not 0 <= self.epsilon_low < 1 or self.epsilon_high < 0:
+            raise ValueError(
+                f"clip range must be 0 <= epsilon_low < 1 and epsilon_high >= 0; "
+                f"got {self.epsilon_low}, {self.epsilon_high}"
+            )
+        if self.beta < 0:
+            raise ValueError(f"beta must be >= 0; got {self.beta}")
+        if self.max_grad_norm <= 0:
+            raise ValueError(f"max_grad_norm must be positive; got {self.max_grad_norm}")
+        if self.logprob_chunk_tokens < 1:
+            raise ValueError(f"logprob_chunk_tokens must be at least 1; got {self.logprob_chunk_tokens}")
+        if self.checkpoint_every < 0 or self.keep_checkpoints < 1:
+            raise ValueError("checkpoint_every must be >= 0 and keep_checkpoints >= 1")
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    step: int  # steps done, this one included (0 when nothing was trained)
+    loss: float
+    reward_mean: float  # over the batch's training episodes, dropped groups included
+    approx_kl: float  # mean k3 KL(pi_old || pi) over trained tokens, before the update
+    kl_ref: float | None  # mean k3 KL(pi || pi_ref) over trained tokens (when beta > 0)
+    clip_fraction: float  # trained tokens whose ratio was clipped
+    entropy: float  # mean entropy of the policy's next-token distribution at trained tokens
+    zero_variance_fraction: float
+    rows: int
+    tokens: int  # row tokens, padding excluded
+    trained_tokens: int  # mask == 1
+    grad_norm: float  # before clipping
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        kl_ref = "-" if self.kl_ref is None else f"{self.kl_ref:.4f}"
+        return (
+            f"step {self.step}  reward {self.reward_mean:.3f}  loss {self.loss:+.4f}  "
+            f"kl {self.approx_kl:.5f}  kl_ref {kl_ref}  clip {self.clip_fraction:.3f}  "
+            f"entropy {self.entropy:.3f}  zero_var {self.zero_variance_fraction:.2f}  "
+            f"rows {self.rows}  tokens {self.tokens}  {self.seconds * 1000:.0f} ms"
+        )
+
+
+class GRPOTrainer:
+    """See the module docstring. `model`: a `LocalModel` (its weights are copied; hand them back
+    through `policy.sampler` or `save_adapter`) or a `PreTrainedModel` (trained in place).
+    `start_adapter`: a PEFT adapter to continue from (the executor's current version).
+    `checkpoint_dir`: where checkpoints go; the newest one there is resumed from."""
+
+    def __init__(
+        self,
+        model: LocalModel | PreTrainedModel,
+        settings: TrainSettings,
+        checkpoint_dir: str | Path | None = None,
+        *,
+        start_adapter: str | Path | None = None,
+        tokenizer: ExecutorTokenizer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.policy = TrainablePolicy.create(
+            model,
+            settings.lora,
+            start_adapter=start_adapter,
+            tokenizer=tokenizer,
+            keep_reference=settings.beta > 0,
+            seed=settings.seed,
+        )
+        self.optimizer = torch.optim.AdamW(
+            self.policy.trainable_parameters(),
+            lr=settings.learning_rate,
+            betas=settings.adam_betas,
+            weight_decay=settings.weight_decay,
+        )
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self.step_count = 0
+        latest = latest_checkpoint(self.checkpoint_dir) if self.checkpoint_dir else None
+        if latest is not None:
+            self.step_count = load_checkpoint(latest, self.policy, self.optimizer)
+
+    def step(self, batch: RowBatch) -> StepMetrics:
+        """One optimizer step on `batch`; an empty batch (every group uniform) changes nothing
+        and does not count as a step."""
+        started = time.perf_counter()
+        totals = _Totals()
+        for pack in batch.packs:
+            self._accumulate(collate(pack, batch.denominator, self.policy.device), totals)
+        grad_norm = 0.0
+        if batch.rows:
+            parameters = self.policy.trainable_parameters()
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, self.settings.max_grad_norm))
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.step_count += 1
+            every = self.settings.checkpoint_every
+            if self.checkpoint_dir is not None and every and self.step_count % every == 0:
+                self.save_checkpoint()
+        stats = batch.stats
+        return StepMetrics(
+            step=self.step_count,
+            loss=totals.loss,
+            reward_mean=stats.reward_mean,
+            approx_kl=totals.mean(totals.approx_kl),
+            kl_ref=totals.mean(totals.kl_ref) if self.settings.beta > 0 else None,
+            clip_fraction=totals.mean(totals.clipped),
+            entropy=totals.mean(totals.entropy),
+            zero_variance_fraction=stats.zero_variance_fraction,
+            rows=stats.rows,
+            tokens=stats.tokens,
+            trained_tokens=stats.trained_tokens,
+            grad_norm=grad_norm,
+            seconds=time.perf_counter() - started,
+        )
+
+    def _accumulate(self, micro: MicroBatch, totals: _Totals) -> None:
+        """Forward and backward over one micro-batch, adding to the step's metric sums."""
+        chunk = self.settings.logprob_chunk_tokens
+        reference = None
+        if self.settings.beta > 0:
+            with torch.no_grad(), self.policy.reference() as frozen:
+                reference, _ = token_logprobs(frozen, micro.inputs, micro.targets, chunk_tokens=chunk)
+        new, entropy = token_logprobs(
+            self.policy.module, micro.inputs, micro.targets, chunk_tokens=chunk, entropy_at=micro.mask
+        )  # (B, T), (B, T)
+        terms = policy_loss(
+            new,
+            micro.old_logprobs,
+            micro.advantages,
+            micro.coefficients,
+            epsilon_low=self.settings.epsilon_low,
+            epsilon_high=self.settings.epsilon_high,
+            beta=self.settings.beta,
+            reference=reference,
+        )
+        terms.loss.backward()
+        mask = micro.mask  # (B, T)
+        totals.loss += terms.loss.item()
+        totals.tokens += mask.sum().item()
+        totals.approx_kl += (terms.approx_kl * mask).sum().item()
+        totals.clipped += (terms.clipped * mask).sum().item()
+        if entropy is not None:
+            totals.entropy += (entropy * mask).sum().item()
+        if terms.kl is not None:
+            totals.kl_ref += (terms.kl * mask).sum().item()
+
+    def save_checkpoint(self) -> Path:
+        if self.checkpoint_dir is None:
+            raise ValueError("this trainer has no checkpoint directory")
+        return save_checkpoint(
+            self.checkpoint_dir,
+            self.step_count,
+            self.policy,
+            self.optimizer,
+            keep=self.settings.keep_checkpoints,
+        )
+
+    def save_adapter(self, directory: str | Path) -> Path:
+        return self.policy.save_adapter(directory)
+
+
+@dataclass
+class _Totals:
+    loss: float = 0.0
+    tokens: float = 0.0
+    approx_kl: float = 0.0
+    kl_ref: float = 0.0
+    clipped: float = 0.0
+    entropy: float = 0.0
+
+    def mean(self, total: float) -> float:
+        return total / self.tokens if self.tokens else 0.0
