@@ -1,0 +1,114 @@
+"""One learning cycle: replay -> build rows -> train -> gate -> promote.
+
+    for each iteration:  replay a batch of training tasks G times with the policy being trained
+                         (learner/replay.py), build GRPO rows from exactly those episodes
+                         (learner/rows.py), take one optimizer step (learner/train.py)
+    then:                replay the frozen held-out tasks with the same seeds for the current
+                         executor and the candidate, and let the gate decide (learner/gate.py);
+                         promote the candidate's adapter as a new version if it says yes
+
+Collecting the day's own episodes (issue 4's trajectories) enters through `extra_rows`: rows of
+live episodes that carry a verifier's reward; the synthetic and imported task suites are
+replayed, since GRPO wants groups generated now, by the current policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+import random
+import time
+
+from memory import MemoryStore
+from runtime.executor import LocalBackend, LocalModel
+
+from learner.evaluation import Evaluation, evaluate
+from learner.gate import GateDecision, GateSettings, decide
+from learner.promote import promote
+from learner.replay import ReplaySettings, replay
+from learner.rows import RowSettings, build_rows
+from learner.tasks import Task
+from learner.train import GRPOTrainer, StepMetrics, TrainSettings
+from learner.versions import ExecutorVersions, Version, VersionMeta, model_hash
+
+
+@dataclass(frozen=True)
+class CycleSettings:
+    iterations: int = 20
+    tasks_per_iteration: int = 16
+    replay: ReplaySettings = field(default_factory=ReplaySettings)
+    evaluation: ReplaySettings = field(default_factory=lambda: ReplaySettings(group_size=4, seed=10_000))
+    rows: RowSettings = field(default_factory=RowSettings)
+    train: TrainSettings = field(default_factory=TrainSettings)
+    gate: GateSettings = field(default_factory=GateSettings)
+    seed: int = 0
+    deadline: float | None = None  # time.time() after which no new iteration starts
+
+
+@dataclass
+class CycleResult:
+    steps: list[StepMetrics]
+    train_reward: list[tuple[int, float]]  # (iteration, mean reward of its replays)
+    current: Evaluation
+    candidate: Evaluation
+    decision: GateDecision
+    version: Version | None
+    adapter_dir: Path
+
+
+async def run_cycle(
+    model_dir: Path,
+    train: Sequence[Task],
+    heldout: Sequence[Task],
+    store: MemoryStore,
+    work_dir: Path,
+    versions: ExecutorVersions,
+    settings: CycleSettings,
+    on_iteration: Callable[[int, float, StepMetrics], None] | None = None,
+    start_adapter: Path | None = None,
+) -> CycleResult:
+    """`work_dir` is this cycle's own directory; `start_adapter`: continue the current version."""
+    current_model = LocalModel.load(model_dir)
+    if start_adapter is not None:
+        current_model.load_adapter("current", start_adapter)
+    current_backend = LocalBackend(current_model, adapter="current" if start_adapter is not None else None)
+    # Checkpoints of this cycle only: the trainer resumes from what it finds there.
+    trainer = GRPOTrainer(
+        LocalModel.load(model_dir), settings.train, work_dir / "checkpoints", start_adapter=start_adapter
+    )
+    policy = LocalBackend(trainer.policy.sampler)
+    rng = random.Random(settings.seed)
+    steps: list[StepMetrics] = []
+    rewards: list[tuple[int, float]] = []
+    for iteration in range(settings.iterations):
+        if settings.deadline is not None and time.time() > settings.deadline:
+            break
+        started = time.time()
+        batch = rng.sample(list(train), min(settings.tasks_per_iteration, len(train)))
+        attempts = await replay(
+            batch, policy, store, work_dir / "snapshots",
+            replace(settings.replay, seed=settings.seed * 100_003 + iteration), f"grpo{iteration}",
+        )  # fmt: skip
+        reward = sum(a.reward for a in attempts) / len(attempts)
+        rewards.append((iteration, reward))
+        rows = build_rows(store.trajectories(since=started, split="train"), settings.rows)
+        metrics = trainer.step(rows)
+        steps.append(metrics)
+        if on_iteration is not None:
+            on_iteration(iteration, reward, metrics)
+    adapter_dir = trainer.save_adapter(work_dir / "candidate")
+    current = await evaluate(heldout, current_backend, store, work_dir / "snapshots", settings.evaluation, "gate-current")
+    candidate = await evaluate(heldout, policy, store, work_dir / "snapshots", settings.evaluation, "gate-candidate")
+    decision = decide(current.results, candidate.results, settings.gate)
+    version = None
+    if decision.promote:
+        meta = VersionMeta(
+            base_model=str(model_dir),
+            base_model_hash=model_hash(model_dir),
+            parent=versions.current_name(),
+            training={"steps": len(steps), "train_reward": rewards[-1][1] if rewards else None},
+            gate=decision.as_dict(),
+        )
+        version = promote(versions, adapter_dir, meta)
+    return CycleResult(steps, rewards, current, candidate, decision, version, adapter_dir)

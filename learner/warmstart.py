@@ -1,0 +1,97 @@
+"""Warm start: supervised fine-tuning on reference solutions until held-out success stops rising.
+
+A first executor cannot learn from its own attempts while it never succeeds (GRPO needs groups
+whose rewards differ). So it first imitates: each training task's reference solution rendered as
+the one JSON action that solves it (runtime/executor/actions.py), the loss on those tokens only
+(learner/sft.py). After every epoch the model is evaluated on held-out tasks through the real
+executor path, and training stops after `patience` epochs without a new best: the curve is part
+of the result, so a gain measured later is what reinforcement learning adds on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+import json
+from pathlib import Path
+
+from memory import MemoryStore
+from runtime.executor import LocalBackend, LocalModel
+from runtime.executor import prompts as executor_prompts
+
+from learner.evaluation import evaluate
+from learner.replay import ReplaySettings
+from learner.policy import TrainablePolicy
+from learner.sft import EpochReport, SFTExample, SFTSettings, sft
+from learner.tasks import Task
+
+
+@dataclass(frozen=True)
+class WarmStartSettings:
+    sft: SFTSettings = field(default_factory=lambda: SFTSettings(max_epochs=30, learning_rate=3e-3))
+    patience: int = 3
+    evaluation: ReplaySettings = field(default_factory=ReplaySettings)
+
+
+@dataclass
+class WarmStart:
+    model_dir: Path  # the warm-started model, a full model directory
+    curve: list[tuple[int, float, float]]  # (epoch, held-out success, train loss)
+    best_epoch: int
+    best_success: float
+
+
+def solving_action(task: Task) -> str:
+    """The reference solution as one executor action that runs it and ends the task."""
+    commands = [{"keystrokes": command + "\n", "timeout": 10} for command in task.reference]
+    return json.dumps({"analysis": "Run the commands that do the task.", "commands": commands, "task_complete": True})
+
+
+def examples(tasks: Sequence[Task]) -> list[SFTExample]:
+    return [
+        SFTExample(
+            [{"role": "system", "content": executor_prompts.SYSTEM}, {"role": "user", "content": task.instruction}],
+            solving_action(task),
+        )
+        for task in tasks
+        if task.reference
+    ]
+
+
+async def warm_start(
+    base: LocalModel,
+    train: Sequence[Task],
+    heldout: Sequence[Task],
+    store: MemoryStore,
+    work_dir: Path,
+    settings: WarmStartSettings,
+    on_epoch: Callable[[int, float, float], None] | None = None,
+) -> WarmStart:
+    """SFT in a worker thread; after each epoch, held-out evaluation on the event loop."""
+    loop = asyncio.get_running_loop()
+    curve: list[tuple[int, float, float]] = []
+    best_dir = work_dir / "warm-best"
+    best = {"success": -1.0, "epoch": 0, "stale": 0}
+
+    def after_epoch(report: EpochReport, policy: TrainablePolicy) -> bool:
+        future = asyncio.run_coroutine_threadsafe(
+            evaluate(
+                heldout, LocalBackend(policy.sampler), store, work_dir / "snapshots",
+                settings.evaluation, f"warm{report.epoch}",
+            ),  # fmt: skip
+            loop,
+        )
+        success = future.result().success
+        curve.append((report.epoch, success, report.loss))
+        if on_epoch is not None:
+            on_epoch(report.epoch, success, report.loss)
+        if success > best["success"]:
+            best.update(success=success, epoch=report.epoch, stale=0)
+            policy.save_model(best_dir)  # the weights at their best so far
+        else:
+            best["stale"] += 1
+        return best["stale"] >= settings.patience
+
+    await asyncio.to_thread(sft, base, examples(train), settings.sft, on_epoch=after_epoch)
+    return WarmStart(best_dir, curve, int(best["epoch"]), float(best["success"]))
