@@ -1,0 +1,38 @@
+"""`temper quickstart --quick`: a short run of the same closed loop the README's main command runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+from memory import MemoryStore
+
+pytestmark = pytest.mark.slow
+
+
+def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPER_")}
+    env.update(TEMPER_CONFIG=str(config), XDG_CONFIG_HOME=str(tmp_path / "xdg"), HF_HUB_OFFLINE="1")
+    where = tmp_path / "run"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "temper"), "quickstart", "--quick", "--seed", "1", "--dir", str(where)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for line in ("held-out success, untrained", "warm start epoch 1", "GRPO iteration 0", "held-out success: untrained", "gate:"):
+        assert line in out
+    assert (where / "learner" / "reports" / "cycle-0001" / "progress.png").read_bytes().startswith(b"\x89PNG")
+    with MemoryStore.open(where / "memory.db") as store:
+        groups = store.db.execute("select count(distinct group_id) from episodes where kind = 'executor' and group_id like 'grpo%'").fetchone()[0]
+        assert groups > 0
+        episode = store.db.execute("select id from episodes where group_id like 'grpo0:%' limit 1").fetchone()[0]
+        [call] = store.calls(episode)
+        assert call.completion_ids and len(call.completion_logprobs) == len(call.completion_ids)
+        assert store.db.execute("select count(*) from episodes where group_id like 'gate-%' and reward is not null").fetchone()[0] > 0
