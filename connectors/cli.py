@@ -17,6 +17,7 @@ import typer
 from connectors import daemon_cli, executor_cli, memory_cli, serve, trajectories_cli
 from connectors.chat import chat
 from connectors.quickstart import quickstart
+from connectors import learning
 from connectors import tasks_cli
 from connectors.cli_context import CliState, get_config, get_state
 
@@ -34,6 +35,7 @@ app.add_typer(tasks_cli.app, name="tasks")
 app.add_typer(executor_cli.app, name="executor")
 app.command()(chat)
 app.command()(quickstart)
+app.add_typer(learning.app, name="learn")
 app.add_typer(daemon_cli.app, name="daemon")
 app.add_typer(daemon_cli.pairing_app, name="pairing")
 app.command("status")(daemon_cli.status)

@@ -81,7 +81,8 @@ async def run_cycle(
     rng = random.Random(settings.seed)
     steps: list[StepMetrics] = []
     rewards: list[tuple[int, float]] = []
-    for iteration in range(settings.iterations):
+    # A cycle interrupted and started again in the same directory resumes from its checkpoint.
+    for iteration in range(trainer.step_count, settings.iterations):
         if settings.deadline is not None and time.time() > settings.deadline:
             break
         started = time.time()

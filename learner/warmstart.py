@@ -31,6 +31,7 @@ from learner.tasks import Task
 class WarmStartSettings:
     sft: SFTSettings = field(default_factory=lambda: SFTSettings(max_epochs=30, learning_rate=3e-3))
     patience: int = 3
+    min_epochs: int = 10  # before this, a flat curve (often all zeros early on) stops nothing
     evaluation: ReplaySettings = field(default_factory=ReplaySettings)
 
 
@@ -86,12 +87,13 @@ async def warm_start(
         curve.append((report.epoch, success, report.loss))
         if on_epoch is not None:
             on_epoch(report.epoch, success, report.loss)
-        if success > best["success"]:
-            best.update(success=success, epoch=report.epoch, stale=0)
+        # A tie keeps the later (better imitated) weights but does not count as progress.
+        improved = success > best["success"]
+        if success >= best["success"]:
+            best.update(success=success, epoch=report.epoch)
             policy.save_model(best_dir)  # the weights at their best so far
-        else:
-            best["stale"] += 1
-        return best["stale"] >= settings.patience
+        best["stale"] = 0 if improved else best["stale"] + 1
+        return report.epoch >= settings.min_epochs and best["stale"] >= settings.patience
 
     await asyncio.to_thread(sft, base, examples(train), settings.sft, on_epoch=after_epoch)
     return WarmStart(best_dir, curve, int(best["epoch"]), float(best["success"]))

@@ -1,0 +1,112 @@
+"""`temper learn`: one learning cycle for the configured local executor, now or nightly.
+
+The executor being trained is `[executor] model_dir` (backend "local") plus its current
+version's adapter (`<data_dir>/executor/versions`). Training tasks: the synthetic suite's
+training families and the task folders imported with `temper tasks import`; the gate uses the
+synthetic suite's held-out families. A cycle works in `<data_dir>/learner/cycles/<started>/`;
+one interrupted (Ctrl-C, a crash) resumes from its checkpoint when `temper learn --now` runs
+again within the same day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+import time
+from typing import Annotated
+
+import typer
+
+from connectors.cli_context import get_config
+from connectors.config import Config
+
+app = typer.Typer(help="Train the executor on replays of tasks, gate it, promote it.", invoke_without_command=True)
+
+
+@app.callback()
+def learn(
+    ctx: typer.Context,
+    now: Annotated[bool, typer.Option("--now", help="Run a cycle now instead of waiting for the daemon's schedule.")] = False,
+    minutes: Annotated[float, typer.Option("--minutes", min=1, help="Wall-clock budget for training.")] = 60.0,
+    iterations: Annotated[int, typer.Option("--iterations", min=0, help="At most this many GRPO steps.")] = 500,
+) -> None:
+    """Run one learning cycle (--now), or say when the daemon runs the next one."""
+    config = get_config(ctx)
+    if not now:
+        typer.echo("The daemon runs a learning cycle nightly (its [daemon] learner schedule; `temper status` shows the next run).")
+        typer.echo("Run one now with `temper learn --now`.")
+        return
+    try:
+        summary = asyncio.run(run_learning_cycle(config, minutes=minutes, iterations=iterations, say=typer.echo))
+    except LearnerSetupError as error:
+        typer.echo(f"temper: {error}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(summary)
+
+
+class LearnerSetupError(Exception):
+    """The config does not name an executor the learner can train."""
+
+
+async def nightly_cycle(config: Config, store: object) -> str:
+    """The daemon's scheduled job: one cycle within the night's budget; its one-line summary."""
+    return (await run_learning_cycle(config, minutes=120.0, say=lambda _line: None)).splitlines()[0]
+
+
+async def run_learning_cycle(config: Config, *, minutes: float, say, iterations: int = 500) -> str:
+    import torch
+
+    from learner import ExecutorVersions, CycleSummary, Progress, import_tasks, synthetic_suite, write_report
+    from learner.cycle import CycleSettings, run_cycle
+    from memory import MemoryStore
+
+    settings = config.executor
+    if settings.backend != "local" or settings.model_dir is None:
+        raise LearnerSetupError(
+            "temper learn trains a local executor model: set [executor] backend = \"local\" and "
+            "model_dir (e.g. a model from `temper quickstart`, or any Hugging Face causal LM directory)"
+        )
+    torch.set_num_threads(1)
+    day = time.strftime("%Y%m%d")
+    tasks = synthetic_suite(seed=int(day), per_family=8)
+    imported_dir = config.data_dir / "tasks"
+    if imported_dir.is_dir():
+        tasks += [task for task in import_tasks(imported_dir, split="train").tasks if not task.needs_docker]
+    train = [t for t in tasks if t.split == "train"]
+    heldout = [t for t in tasks if t.split == "heldout"]
+    versions = ExecutorVersions(config.data_dir)
+    current = versions.current()
+    work_dir = _cycle_dir(config.data_dir, day)
+    say(f"cycle in {work_dir}: {len(train)} training tasks, {len(heldout)} held-out, starting from {current.name if current else 'the base model'}")
+    with MemoryStore.open(config.memory.db_path) as store:
+        result = await run_cycle(
+            Path(settings.model_dir), train, heldout, store, work_dir, versions,
+            CycleSettings(iterations=iterations, seed=int(day), deadline=time.time() + minutes * 60),
+            on_iteration=lambda i, reward, m: say(f"iteration {i}: train reward {reward:.2f}; {m.line()}"),
+            start_adapter=None if current is None else current.directory,
+        )  # fmt: skip
+    report = write_report(
+        config.data_dir,
+        CycleSummary(
+            cycle=len(versions.list_versions()) + 1, model=str(settings.model_dir), tasks=len(train),
+            episodes=sum(m.rows for m in result.steps), steps=len(result.steps),
+            train_reward=result.train_reward[-1][1] if result.train_reward else None, gate=result.decision,
+            previous=None if current is None else current.name,
+            version=None if result.version is None else result.version.name,
+        ),
+        Progress(heldout=[(0.0, result.current.success), (1.0, result.candidate.success)],
+                 train_reward=[(float(i), r) for i, r in result.train_reward]),
+    )  # fmt: skip
+    (work_dir / "done").write_text(report.text + "\n", encoding="utf-8")
+    return report.text
+
+
+def _cycle_dir(data_dir: Path, day: str) -> Path:
+    """Today's unfinished cycle directory (to resume), else a new one."""
+    root = data_dir / "learner" / "cycles"
+    for existing in sorted(root.glob(f"{day}-*"), reverse=True):
+        if not (existing / "done").exists():
+            return existing
+    directory = root / time.strftime(f"{day}-%H%M%S")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory

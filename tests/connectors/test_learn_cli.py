@@ -1,0 +1,38 @@
+"""`temper learn --now`: one cycle for the configured local executor, leaving a report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+from runtime.executor import build_tiny_model
+
+pytestmark = pytest.mark.slow
+
+
+def run(tmp_path: Path, config_text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n[sandbox]\nbackend = "local"\n{config_text}')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPER_")}
+    env.update(TEMPER_CONFIG=str(config), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    temper = str(Path(sys.executable).parent / "temper")
+    return subprocess.run([temper, "learn", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_learn_needs_a_local_executor(tmp_path: Path) -> None:
+    done = run(tmp_path, "", "--now")
+    assert done.returncode == 2 and 'backend = "local"' in done.stderr and "Traceback" not in done.stderr
+
+
+def test_learn_now_runs_a_cycle_and_reports(tmp_path: Path) -> None:
+    model_dir = build_tiny_model(tmp_path / "tiny", seed=3)
+    done = run(tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\n', "--now", "--iterations", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "iteration 0" in done.stdout
+    reports = list((tmp_path / "data" / "learner" / "reports").glob("cycle-*/summary.txt"))
+    assert reports and reports[0].read_text().strip()
+    assert list((tmp_path / "data" / "learner" / "cycles").glob("*/done"))
