@@ -8,7 +8,8 @@ lacks is a fatal `ChannelError` whose message says what to set.
 
 Options beyond the tokens (mode, base_url, webhook_url, ...) are passed when the config's
 section defines them and they are set, so a connector's options appear here by being added to
-its config section.
+its config section. Secret options (Telegram's webhook secret_token) are unwrapped here, at the
+last moment.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from pydantic import SecretStr
 
 from connectors.channel import Channel, ChannelError
 from connectors.supervisor import ChannelUnavailable
@@ -38,6 +41,12 @@ def telegram(config: Config) -> Channel:
             "telegram: no bot token: set telegram.bot_token in secrets.toml (or TEMPER_TELEGRAM__BOT_TOKEN)",
             fatal=True,
         )
+    if section.mode == "webhook" and section.secret_token is None:
+        raise ChannelError(
+            "telegram: webhook mode needs a secret token: set telegram.secret_token in secrets.toml "
+            "(or TEMPER_TELEGRAM__SECRET_TOKEN), 1-256 of A-Z a-z 0-9 _ -",
+            fatal=True,
+        )
     cls = _connector("telegram", "connectors.telegram_channel", "TelegramChannel")
     try:
         return cls(
@@ -57,12 +66,15 @@ def slack(config: Config) -> Channel:
             fatal=True,
         )
     cls = _connector("slack", "connectors.slack_channel", "SlackChannel")
+    options = _options(section, SLACK_OPTIONS)
+    if "base_url" in options:  # slack_sdk joins method names onto it: it must end in "/"
+        options["base_url"] = options["base_url"].rstrip("/") + "/"
     return cls(
         section.bot_token.get_secret_value(),
         app_token=_secret(section.app_token),
         signing_secret=_secret(section.signing_secret),
         workspace_dir=config.data_dir / "files" / "slack",
-        **_options(section, SLACK_OPTIONS),
+        **options,
     )
 
 
@@ -87,8 +99,13 @@ def _connector(platform: str, module_name: str, class_name: str) -> Any:
 
 def _options(section: BaseModel, names: tuple[str, ...]) -> dict[str, Any]:
     fields = type(section).model_fields
-    return {name: getattr(section, name) for name in names if name in fields and getattr(section, name) is not None}
+    given = {name: getattr(section, name) for name in names if name in fields}
+    return {name: _plain(value) for name, value in given.items() if value is not None}
 
 
-def _secret(value: Any) -> str | None:
+def _plain(value: Any) -> Any:
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+
+def _secret(value: SecretStr | None) -> str | None:
     return None if value is None else value.get_secret_value()

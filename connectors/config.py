@@ -54,6 +54,7 @@ __all__ = [
     "SLOTS",
     "Config",
     "ConfigError",
+    "DaemonConfig",
     "MemoryConfig",
     "ModelSlot",
     "ModelsConfig",
@@ -72,7 +73,7 @@ APP_NAME = "temper"
 ENV_PREFIX = "TEMPER_"
 CONFIG_PATH_ENV = "TEMPER_CONFIG"
 SECRETS_PATH_ENV = "TEMPER_SECRETS"
-SECRET_KEYS = frozenset({"api_key", "bot_token", "app_token", "signing_secret"})
+SECRET_KEYS = frozenset({"api_key", "bot_token", "app_token", "signing_secret", "secret_token"})
 SLOTS = ("planner", "executor", "judge")
 # Shown masked in error messages: secrets, and api_key_env, where a pasted key is a common mistake.
 MASKED_IN_ERRORS = SECRET_KEYS | {"api_key_env"}
@@ -105,9 +106,28 @@ def _empty_to_none(value: object) -> object:
     return None if value == "" else value
 
 
+def _cron(value: str) -> str:
+    from connectors.schedule import Cron, CronError  # stdlib only: cheap
+
+    try:
+        Cron.parse(value)
+    except CronError as error:
+        raise ValueError(f"a cron expression like '0 3 * * *' or '@daily' ({error})") from None
+    return value.strip()
+
+
+def _webhook_secret(value: SecretStr | None) -> SecretStr | None:
+    if value is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
+        raise ValueError("1 to 256 characters of A-Z, a-z, 0-9, _ and -")
+    return value
+
+
 ModelName = Annotated[str, AfterValidator(_model_name)]
 Url = Annotated[str, AfterValidator(_url)]
 Secret = Annotated[SecretStr | None, BeforeValidator(_empty_to_none)]
+CronText = Annotated[str, AfterValidator(_cron)]
+WebhookSecret = Annotated[SecretStr | None, BeforeValidator(_empty_to_none), AfterValidator(_webhook_secret)]
+Port = Annotated[int, Field(ge=0, le=65535, description="a port number from 0 to 65535 (0: any free port)")]
 EnvName = Annotated[
     Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None,
     BeforeValidator(_empty_to_none),
@@ -204,6 +224,17 @@ class TelegramConfig(Section):
         default_factory=list, description="a list of numeric Telegram user ids like [123456789]"
     )
     bot_token: Secret = Field(None, description=SECRET_HELP)
+    mode: Literal["polling", "webhook"] = Field("polling", description="'polling' or 'webhook'")
+    base_url: Url = Field(
+        "https://api.telegram.org", description="the Bot API root, like 'https://api.telegram.org'"
+    )
+    webhook_url: Url | None = Field(
+        None, description="the public https URL Telegram posts updates to (webhook mode)"
+    )
+    secret_token: WebhookSecret = Field(None, description=SECRET_HELP)
+    listen_host: str = Field("127.0.0.1", min_length=1, description="a host name or IP address")
+    listen_port: Port = 8443
+    poll_timeout_s: int = Field(30, ge=1, le=300, description="a whole number of seconds from 1 to 300")
 
 
 class SlackConfig(Section):
@@ -214,6 +245,33 @@ class SlackConfig(Section):
     bot_token: Secret = Field(None, description=SECRET_HELP)
     app_token: Secret = Field(None, description=SECRET_HELP)
     signing_secret: Secret = Field(None, description=SECRET_HELP)
+    mode: Literal["socket", "http"] = Field("socket", description="'socket' or 'http'")
+    base_url: Url = Field(
+        "https://slack.com/api", description="the Web API root, like 'https://slack.com/api'"
+    )
+    listen_host: str = Field("127.0.0.1", min_length=1, description="a host name or IP address")
+    listen_port: Port = 3000
+
+
+class DaemonConfig(Section):
+    """`temper daemon`: draining, concurrency, approvals, pairing, and the schedule."""
+
+    drain_timeout_s: float = Field(
+        30.0, ge=0, le=3600, description="a number of seconds from 0 to 3600"
+    )
+    concurrency: int = Field(4, ge=1, le=256, description="a whole number from 1 to 256")
+    approval_timeout_s: float = Field(
+        300.0, gt=0, le=86400, description="a number of seconds above 0 and at most 86400"
+    )
+    pairing_code_ttl_s: float = Field(
+        3600.0, ge=60, le=7 * 86400, description="a number of seconds from 60 to 604800 (a week)"
+    )
+    learner_schedule: CronText = Field("0 3 * * *", description="a cron expression")
+    maintenance_schedule: CronText = Field("0 4 * * 0", description="a cron expression")
+    inbox_prune_schedule: CronText = Field("30 4 * * *", description="a cron expression")
+    inbox_retention_days: float = Field(
+        30.0, gt=0, le=3650, description="a number of days above 0 and at most 3650"
+    )
 
 
 def default_data_dir() -> Path:
@@ -233,6 +291,7 @@ class Config(Section):
         default_factory=TelegramConfig, description="a table [telegram]"
     )
     slack: SlackConfig = Field(default_factory=SlackConfig, description="a table [slack]")
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="a table [daemon]")
 
     @model_validator(mode="after")
     def _resolve_paths(self) -> Config:
@@ -306,11 +365,28 @@ def load_config(
     layers = [*file_layers, *_api_key_layers([*file_layers, *env_layers], env), *env_layers]
     merged, sources = _merge(layers)
     try:
-        return Config.model_validate(merged)
+        config = Config.model_validate(merged)
     except ValidationError as exc:
         # `from None`: the pydantic error quotes inputs in full, secrets included.
         problems = [describe(error, Config, sources, MASKED_IN_ERRORS) for error in exc.errors()]
         raise ConfigError(problems) from None
+    if problems := _unmet_requirements(config, sources):
+        raise ConfigError(problems)
+    return config
+
+
+def _unmet_requirements(config: Config, sources: Mapping[tuple[str, ...], str]) -> list[str]:
+    """Keys that another setting makes necessary. Secrets are left to `temper doctor` and to
+    the channel's start, so that a config with a token still to come loads for other commands."""
+    telegram = config.telegram
+    if telegram.enabled and telegram.mode == "webhook" and telegram.webhook_url is None:
+        origin = sources.get(("telegram", "mode"), "")
+        return [
+            "telegram.webhook_url: must be the public https URL Telegram posts updates to, like "
+            f"'https://bot.example.org/telegram', when telegram.mode is 'webhook', got nothing "
+            f"(telegram.mode {origin})"
+        ]
+    return []
 
 
 def environment_layers(environ: Mapping[str, str]) -> list[Layer]:

@@ -19,6 +19,7 @@ DEFAULT_CONFIG_TEMPLATE = """\
 #   slack.bot_token         TEMPER_SLACK__BOT_TOKEN
 #   slack.app_token         TEMPER_SLACK__APP_TOKEN (Socket Mode)
 #   slack.signing_secret    TEMPER_SLACK__SIGNING_SECRET (HTTP events)
+#   telegram.secret_token   TEMPER_TELEGRAM__SECRET_TOKEN (webhook mode)
 
 # Where temper keeps its database, skills and executor adapters.
 # Default: the platform's user data directory, here {data_dir}
@@ -98,11 +99,52 @@ max_turns = 8
 enabled = false
 # Numeric Telegram user ids allowed to talk to the bot; anyone else needs a pairing code.
 allowed_users = []
+# "polling": temper asks Telegram for updates (works behind NAT; no public URL needed).
+# "webhook": Telegram posts updates to webhook_url, which your reverse proxy (HTTPS) forwards
+# to listen_host:listen_port; needs telegram.secret_token in secrets.toml.
+mode = "polling"
+# The Bot API server: Telegram's, or a self-hosted telegram-bot-api.
+base_url = "https://api.telegram.org"
+# Webhook mode: the public https URL Telegram posts to; its path is the path listened on.
+# webhook_url = "https://bot.example.org/telegram"
+listen_host = "127.0.0.1"
+listen_port = 8443
+# Polling mode: seconds one getUpdates long poll waits for news.
+poll_timeout_s = 30
 
 [slack]
 enabled = false
 # Slack member ids allowed to talk to the bot, like "U012AB3CD".
 allowed_users = []
+# "socket": Socket Mode, an outbound websocket (no public URL; needs slack.app_token).
+# "http": Slack posts events to http://listen_host:listen_port/slack/events behind your HTTPS
+# proxy; every request is checked against slack.signing_secret.
+mode = "socket"
+# The Web API root.
+base_url = "https://slack.com/api"
+listen_host = "127.0.0.1"
+listen_port = 3000
+
+[daemon]
+# On the first SIGTERM or Ctrl-C, turns in flight get this many seconds to finish (the rest
+# resume at the next start); a second signal stops at once. `temper daemon --drain-timeout`.
+drain_timeout_s = 30.0
+# Messages answered at once (different sessions; one session is always answered in order).
+# Keep it at most the sandboxes kept open (8). `temper daemon --concurrency`.
+concurrency = 4
+# An approval (a command that needs the operator's yes) nobody answers in time is declined.
+approval_timeout_s = 300.0
+# How long a pairing code given to a stranger stays valid (`temper pairing approve CODE`).
+pairing_code_ttl_s = 3600.0
+# The schedule, as cron expressions in local time (minute hour day-of-month month day-of-week,
+# or @hourly, @daily, @weekly, @monthly).
+# The learner's nightly cycle (when the learner is installed).
+learner_schedule = "0 3 * * *"
+# Memory maintenance (search index optimize, WAL checkpoint, incremental vacuum): Sundays 04:00.
+maintenance_schedule = "0 4 * * 0"
+# Forget answered inbox items older than inbox_retention_days.
+inbox_prune_schedule = "30 4 * * *"
+inbox_retention_days = 30.0
 """
 
 DEFAULT_SECRETS_TEMPLATE = """\
@@ -114,6 +156,7 @@ DEFAULT_SECRETS_TEMPLATE = """\
 
 # [telegram]
 # bot_token = "123456789:AA..."
+# secret_token = "..."          # webhook mode: 1-256 of A-Z a-z 0-9 _ -
 
 # [slack]
 # bot_token = "xoxb-..."

@@ -73,6 +73,27 @@ class DaemonSettings:
     pairing: PairingPolicy = field(default_factory=PairingPolicy)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
 
+    @classmethod
+    def from_config(
+        cls, config: Config, *, drain_timeout_s: float | None = None, concurrency: int | None = None
+    ) -> DaemonSettings:
+        """The `[daemon]` table; `drain_timeout_s` and `concurrency` (CLI flags) win when given."""
+        daemon = config.daemon
+        return cls(
+            drain_timeout_s=daemon.drain_timeout_s if drain_timeout_s is None else drain_timeout_s,
+            dispatch=DispatchSettings(
+                concurrency=daemon.concurrency if concurrency is None else concurrency,
+                approval_timeout_s=daemon.approval_timeout_s,
+            ),
+            pairing=PairingPolicy(ttl_s=daemon.pairing_code_ttl_s),
+            schedule=ScheduleSettings(
+                maintenance=daemon.maintenance_schedule,
+                prune=daemon.inbox_prune_schedule,
+                learner=daemon.learner_schedule,
+                retention_days=daemon.inbox_retention_days,
+            ),
+        )
+
 
 class Daemon:
     def __init__(
@@ -87,7 +108,7 @@ class Daemon:
         self.config = config
         self.channel_factories = dict(enabled_channels(config) if channels is None else channels)
         self.extra_jobs = list(jobs)
-        self.settings = settings or DaemonSettings()
+        self.settings = settings or DaemonSettings.from_config(config)
         self.environ = os.environ if environ is None else environ
         self.should_exit = False
         self.force_exit = False
@@ -131,7 +152,7 @@ class Daemon:
     async def startup(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock = _take_lock(self.config.data_dir / LOCK_FILE)
-        self._assembled = build_agent(self.config, self.environ)
+        self._assembled = build_agent(self.config, self.environ, stream=False)  # nobody watches text arrive
         store = self._assembled.store
         self.inbox = Inbox(store, self._wake)
         for name, factory in self.channel_factories.items():

@@ -27,9 +27,17 @@ pairing_app = typer.Typer(help="Who may talk to temper: approve pairing codes, g
 def daemon(
     ctx: typer.Context,
     drain_timeout: Annotated[
-        float, typer.Option("--drain-timeout", help="Seconds to let turns in flight finish on the first signal.")
-    ] = 30.0,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Turns answered at once (sessions).", min=1)] = 4,
+        float | None,
+        typer.Option(
+            "--drain-timeout",
+            help="Seconds to let turns in flight finish on the first signal [config: daemon.drain_timeout_s].",
+            min=0,
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", help="Turns answered at once (sessions) [config: daemon.concurrency].", min=1),
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Run the daemon: the enabled chat channels, the inbox, the schedule. The first SIGTERM or
@@ -40,14 +48,13 @@ def daemon(
     import logging
 
     from connectors.daemon import Daemon, DaemonError, DaemonSettings
-    from connectors.dispatch import DispatchSettings
     from runtime import ModelError
 
     config = get_config(ctx)
     logging.basicConfig(
         level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    settings = DaemonSettings(drain_timeout_s=drain_timeout, dispatch=DispatchSettings(concurrency=concurrency))
+    settings = DaemonSettings.from_config(config, drain_timeout_s=drain_timeout, concurrency=concurrency)
     try:
         code = asyncio.run(Daemon(config, settings=settings).serve())
     except DaemonError as error:
