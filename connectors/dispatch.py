@@ -10,7 +10,7 @@ A message, from the inbox to done:
 
     a stranger?        -> the one pairing reply (memory/access.py), or dropped
     /good or /bad      -> feedback on the session's latest episode, a one-line reply
-    anything else      -> Agent.turn, typing shown while it runs, approvals asked with buttons;
+    anything else      -> Agent.turn, typing shown once it runs a while, approvals asked with buttons;
                           Replied (or TurnFailed: an apology) becomes the reply
     the reply          -> recorded (the intent) -> sent -> its platform ids recorded and the
                           item finished, in one transaction
@@ -59,6 +59,9 @@ class DispatchSettings:
     concurrency: int = 4  # turns at once; keep it at most the sandboxes kept open (Workspaces.max_open)
     approval_timeout_s: float = 300.0
     typing_interval_s: float = 4.0
+    # A quick answer needs no typing indicator (Telegram asks bots to show one only for a
+    # noticeable wait): it first shows after this long, or after one interval if that is shorter.
+    typing_delay_s: float = 1.0
     max_attempts: int = 5
     retry_base_s: float = 2.0
     retry_max_s: float = 300.0
@@ -262,6 +265,7 @@ class Dispatcher:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _keep_typing(self, channel: Channel, inbound: Inbound) -> None:
+        await asyncio.sleep(min(self.settings.typing_delay_s, self.settings.typing_interval_s))
         while True:
             try:
                 await channel.typing(inbound.chat_id, inbound.thread_id)

@@ -10,6 +10,7 @@ one connection used by one thread at a time. Async callers run long operations (
 maintenance) with `asyncio.to_thread`.
 """
 
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,13 +43,32 @@ _MESSAGE_COLUMNS = (
 )
 
 
+ID_CACHE_SIZE = 4096  # recently used handles and session keys; a daemon's memory stays flat
+
+
+class _RecentIds(OrderedDict[str, int]):
+    """Ids by name, forgetting the least recently used beyond `ID_CACHE_SIZE`."""
+
+    def get_recent(self, name: str) -> int | None:
+        found = self.get(name)
+        if found is not None:
+            self.move_to_end(name)
+        return found
+
+    def put(self, name: str, value: int) -> None:
+        self[name] = value
+        self.move_to_end(name)
+        if len(self) > ID_CACHE_SIZE:
+            self.popitem(last=False)
+
+
 class MemoryStore:
     def __init__(self, db: apsw.Connection, path: Path | None) -> None:
         self.db = db
         self.path = path
         self._write_lock = threading.RLock()
-        self._user_ids: dict[str, int] = {}
-        self._session_ids: dict[str, int] = {}
+        self._user_ids = _RecentIds()
+        self._session_ids = _RecentIds()
         self._trajectories = trajectories.TrajectoryLog()
 
     @classmethod
@@ -85,15 +105,15 @@ class MemoryStore:
 
     def ensure_user(self, handle: str, display_name: str | None = None) -> int:
         """The id of the user called `handle`, created if new."""
-        if handle in self._user_ids:
-            return self._user_ids[handle]
+        if (cached := self._user_ids.get_recent(handle)) is not None:
+            return cached
         with self._writing() as db:
             user_id = self._ensure_user_in(db, handle, display_name)
         return user_id
 
     def _ensure_user_in(self, db: apsw.Connection, handle: str, display_name: str | None = None) -> int:
-        if handle in self._user_ids:
-            return self._user_ids[handle]
+        if (cached := self._user_ids.get_recent(handle)) is not None:
+            return cached
         row = db.execute("select id from users where handle = ?", (handle,)).fetchone()
         if row is None:
             db.execute(
@@ -103,7 +123,7 @@ class MemoryStore:
             user_id = db.last_insert_rowid()
         else:
             user_id = row[0]
-        self._user_ids[handle] = user_id
+        self._user_ids.put(handle, user_id)
         return user_id
 
     def user_handle(self, user_id: int) -> str:
@@ -143,8 +163,8 @@ class MemoryStore:
         user_id: int | None = None,
     ) -> int:
         """The id of the session named `key`, created if new."""
-        if key in self._session_ids:
-            return self._session_ids[key]
+        if (cached := self._session_ids.get_recent(key)) is not None:
+            return cached
         with self._writing() as db:
             session_id = self._ensure_session_in(db, key, platform, chat_id, thread_id, user_id)
         return session_id
@@ -158,8 +178,8 @@ class MemoryStore:
         thread_id: str = "",
         user_id: int | None = None,
     ) -> int:
-        if key in self._session_ids:
-            return self._session_ids[key]
+        if (cached := self._session_ids.get_recent(key)) is not None:
+            return cached
         row = db.execute("select id from sessions where key = ?", (key,)).fetchone()
         if row is None:
             now = time.time()
@@ -171,7 +191,7 @@ class MemoryStore:
             session_id = db.last_insert_rowid()
         else:
             session_id = row[0]
-        self._session_ids[key] = session_id
+        self._session_ids.put(key, session_id)
         return session_id
 
     def sessions_for(self, user_id: int, platform: str | None = None, limit: int = 20) -> list[SessionInfo]:

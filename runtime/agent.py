@@ -22,6 +22,7 @@ and done until then stays stored.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ from runtime.tools import ApprovalRequest, TerminalRunner, ToolContext, Toolbox,
 from runtime.workspaces import Workspaces
 
 APPROVAL_TIMEOUT_S = 600.0
+STANDING_SESSIONS = 4096  # sessions whose "always" approvals are kept (least recently used forgotten)
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,9 @@ class Agent:
         self.workspaces = workspaces
         self.judge = judge
         self.settings = settings or AgentSettings()
-        # per session: the rules and commands the operator allowed for the rest of it
-        self._standing: dict[int, tuple[set[str], set[str]]] = {}
+        # per session: the rules and commands the operator allowed for the rest of it; bounded, so
+        # a long-running daemon stays flat (a session forgotten here is asked again)
+        self._standing: OrderedDict[int, tuple[set[str], set[str]]] = OrderedDict()
         self._learning: set[asyncio.Task[None]] = set()
 
     async def turn(self, inbound: Inbound) -> AsyncIterator[Event]:
@@ -222,6 +225,9 @@ class Agent:
     async def _tool_context(self, turn: _Turn, requests: asyncio.Queue[ApprovalRequested]) -> ToolContext:
         session = turn.session
         standing = self._standing.setdefault(session.id, (set(), set()))
+        self._standing.move_to_end(session.id)
+        if len(self._standing) > STANDING_SESSIONS:
+            self._standing.popitem(last=False)
 
         async def approve(request: ApprovalRequest) -> bool:
             event = ApprovalRequested(
