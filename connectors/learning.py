@@ -11,6 +11,7 @@ again within the same day.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 import time
 from typing import Annotated
@@ -29,6 +30,7 @@ def learn(
     now: Annotated[bool, typer.Option("--now", help="Run a cycle now instead of waiting for the daemon's schedule.")] = False,
     minutes: Annotated[float, typer.Option("--minutes", min=1, help="Wall-clock budget for training.")] = 60.0,
     iterations: Annotated[int, typer.Option("--iterations", min=0, help="At most this many GRPO steps.")] = 500,
+    per_family: Annotated[int, typer.Option("--per-family", min=1, help="Synthetic tasks per family.")] = 8,
 ) -> None:
     """Run one learning cycle (--now), or say when the daemon runs the next one."""
     config = get_config(ctx)
@@ -37,7 +39,9 @@ def learn(
         typer.echo("Run one now with `temper learn --now`.")
         return
     try:
-        summary = asyncio.run(run_learning_cycle(config, minutes=minutes, iterations=iterations, say=typer.echo))
+        summary = asyncio.run(
+            run_learning_cycle(config, minutes=minutes, iterations=iterations, per_family=per_family, say=typer.echo)
+        )
     except LearnerSetupError as error:
         typer.echo(f"temper: {error}", err=True)
         raise typer.Exit(2) from None
@@ -53,7 +57,9 @@ async def nightly_cycle(config: Config, store: object) -> str:
     return (await run_learning_cycle(config, minutes=120.0, say=lambda _line: None)).splitlines()[0]
 
 
-async def run_learning_cycle(config: Config, *, minutes: float, say, iterations: int = 500) -> str:
+async def run_learning_cycle(
+    config: Config, *, minutes: float, say: Callable[[str], object], iterations: int = 500, per_family: int = 8
+) -> str:
     import torch
 
     from learner import ExecutorVersions, CycleSummary, Progress, import_tasks, synthetic_suite, write_report
@@ -68,7 +74,7 @@ async def run_learning_cycle(config: Config, *, minutes: float, say, iterations:
         )
     torch.set_num_threads(1)
     day = time.strftime("%Y%m%d")
-    tasks = synthetic_suite(seed=int(day), per_family=8)
+    tasks = synthetic_suite(seed=int(day), per_family=per_family)
     imported_dir = config.data_dir / "tasks"
     if imported_dir.is_dir():
         tasks += [task for task in import_tasks(imported_dir, split="train").tasks if not task.needs_docker]

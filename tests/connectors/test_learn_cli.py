@@ -30,7 +30,7 @@ def test_learn_needs_a_local_executor(tmp_path: Path) -> None:
 
 def test_learn_now_runs_a_cycle_and_reports(tmp_path: Path) -> None:
     model_dir = build_tiny_model(tmp_path / "tiny", seed=3)
-    done = run(tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\n', "--now", "--iterations", "1")
+    done = run(tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\n', "--now", "--iterations", "1", "--per-family", "2")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "iteration 0" in done.stdout
     reports = list((tmp_path / "data" / "learner" / "reports").glob("cycle-*/summary.txt"))
