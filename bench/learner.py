@@ -152,8 +152,10 @@ def trl_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namesp
 
 
 def ours_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> list[Iteration]:
-    """Sample through the runtime's executor path (`LocalModel.sample`, one sequence at a time,
-    logprobs captured) from the policy being trained, score, `build_rows`, `GRPOTrainer.step`.
+    """Sample through the runtime's executor path (`LocalModel.sample_group`: a prompt's G
+    completions as one batch, each with its own seed, logprobs captured; what the learner's
+    replay does through learner/batching.py) from the policy being trained, score, `build_rows`,
+    `GRPOTrainer.step`.
     Settings match trl's: token-level loss (DAPO), truncated completions trained on, no KL,
     clip 0.2 both sides."""
     from learner.policy import LoraSettings
@@ -173,12 +175,13 @@ def ours_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Names
         began = time.perf_counter()
         trajectories = []
         for index, (prompt, prompt_ids) in enumerate(zip(prompts, encoded, strict=True)):
-            for member in range(args.group):
-                seed = (iteration * len(prompts) + index) * args.group + member
-                sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens, seed=seed)
-                sampled = sampler.sample(prompt_ids, sampling)
+            first = (iteration * len(prompts) + index) * args.group
+            seeds = list(range(first, first + args.group))
+            sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
+            for seed, sampled in zip(seeds, sampler.sample_group(prompt_ids, sampling, seeds), strict=True):
                 score = reward(sampler.tokenizer.decode(sampled.ids), prompt.target)
-                trajectories.append(_trajectory(len(trajectories), f"p{index}", prompt_ids, sampled, score, sampling))
+                seeded = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens, seed=seed)
+                trajectories.append(_trajectory(len(trajectories), f"p{index}", prompt_ids, sampled, score, seeded))
         generated = time.perf_counter()
         batch = build_rows(trajectories, rows)
         built = time.perf_counter()
