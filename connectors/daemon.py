@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 import fcntl
 from functools import partial
-import importlib
 import logging
 import os
 from pathlib import Path
@@ -276,18 +275,13 @@ class Daemon:
 
 
 def learner_job(config: Config, store: MemoryStore, cron: Cron) -> Job | None:
-    """The learner's nightly cycle as a job, when an installed `learner` package provides
-    `async nightly_cycle(config, store) -> str` (a one-line summary); else None."""
-    try:
-        learner = importlib.import_module("learner")
-    except ModuleNotFoundError as error:
-        if error.name == "learner":
-            return None
-        raise
-    cycle = getattr(learner, "nightly_cycle", None)
-    if cycle is None:
+    """The learner's nightly cycle (connectors/learning.py) as a job, when there is a local
+    executor model to train (`[executor] backend = "local"` with a model_dir); else None."""
+    if config.executor.backend != "local" or config.executor.model_dir is None:
         return None
-    return Job("learner", cron, lambda: cycle(config, store))
+    from connectors.learning import nightly_cycle  # torch and the learner load on first run
+
+    return Job("learner", cron, lambda: nightly_cycle(config, store))
 
 
 def _take_lock(path: Path) -> IO[str]:

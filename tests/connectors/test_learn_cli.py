@@ -36,3 +36,19 @@ def test_learn_now_runs_a_cycle_and_reports(tmp_path: Path) -> None:
     reports = list((tmp_path / "data" / "learner" / "reports").glob("cycle-*/summary.txt"))
     assert reports and reports[0].read_text().strip()
     assert list((tmp_path / "data" / "learner" / "cycles").glob("*/done"))
+
+
+def test_the_daemon_schedules_the_cycle_only_for_a_local_executor(tmp_path: Path) -> None:
+    from connectors.config import load_config
+    from connectors.daemon import learner_job
+    from connectors.schedule import Cron
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    plain = tmp_path / "plain.toml"
+    plain.write_text(f'data_dir = "{tmp_path / "data"}"\n')
+    local = tmp_path / "local.toml"
+    local.write_text(f'data_dir = "{tmp_path / "data"}"\n[executor]\nbackend = "local"\nmodel_dir = "{tmp_path}"\n')
+    nightly = Cron.parse("0 3 * * *")
+    assert learner_job(load_config(plain, env), None, nightly) is None
+    job = learner_job(load_config(local, env), None, nightly)
+    assert job is not None and job.name == "learner"
