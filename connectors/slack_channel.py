@@ -52,6 +52,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -151,7 +152,7 @@ class SlackChannel:
         try:
             auth = await self._call(self._client.auth_test)
             self.bot_user_id = auth.get("user_id")
-            app = self._build_app()
+            app = self._build_app(auth)
             if self.mode == "socket":
                 await self._connect_socket(app)
             else:
@@ -188,9 +189,21 @@ class SlackChannel:
             await self._session.close()
             self._session = None
 
-    def _build_app(self) -> AsyncApp:
+    def _build_app(self, auth: Any) -> AsyncApp:
+        # One workspace, one bot: authorise every event from the auth.test made at start.
+        # Bolt's default single-team authorisation calls auth.test per event until an answer
+        # is cached, and an event whose call returns late overtakes events that came after it.
+        result = AuthorizeResult(
+            enterprise_id=auth.get("enterprise_id"), team_id=auth.get("team_id"),
+            bot_token=self.bot_token, bot_id=auth.get("bot_id"), bot_user_id=auth.get("user_id"),
+        )  # fmt: skip
+
+        async def authorize(**_: Any) -> AuthorizeResult:
+            return result
+
         app = AsyncApp(
             client=self._client,
+            authorize=authorize,
             signing_secret=self.signing_secret,
             process_before_response=True,  # ack only after deliver() returned
             request_verification_enabled=False,  # slack_http.py verifies before Bolt parses

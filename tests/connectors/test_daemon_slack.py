@@ -161,13 +161,6 @@ class SlackWithSlowAuth(FakeSlack):
         return await super()._api(request)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="connectors/slack_channel.py: Bolt's single-team authorization calls auth.test for each "
-    "event until one answer is cached, so an event whose auth.test returns late is delivered after "
-    "events that came after it (seen after every (re)connect under load). Fix in the channel: give "
-    "AsyncApp an `authorize` built from the auth.test that SlackChannel.start already makes.",
-)
 async def test_messages_that_reach_a_fresh_slack_connection_keep_their_order(
     tmp_path: Path, server: FakeOpenAI
 ) -> None:
