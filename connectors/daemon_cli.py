@@ -30,13 +30,13 @@ def daemon(
         float | None,
         typer.Option(
             "--drain-timeout",
-            help="Seconds to let turns in flight finish on the first signal [config: daemon.drain_timeout_s].",
+            help="Seconds to let turns in flight finish on the first signal (config: daemon.drain_timeout_s).",
             min=0,
         ),
     ] = None,
     concurrency: Annotated[
         int | None,
-        typer.Option("--concurrency", help="Turns answered at once (sessions) [config: daemon.concurrency].", min=1),
+        typer.Option("--concurrency", help="Turns answered at once, one per session (config: daemon.concurrency).", min=1),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
 ) -> None:
