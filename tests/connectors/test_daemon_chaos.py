@@ -115,7 +115,7 @@ async def test_sigkill_with_500_messages_in_flight_then_each_gets_exactly_one_re
                 killed_at = time.time()
                 await asyncio.sleep(0.3)  # requests the fakes had read in full before the kill land
                 at_kill = (len(telegram.sent), len(slack.posted))
-                assert sum(at_kill) < MESSAGES * 0.6, f"the kill came too late to test anything: {at_kill} answered"
+                assert max(at_kill) < MESSAGES // 2, f"the kill came too late to test anything: {at_kill} answered"
 
                 restarted_at = time.time()
                 daemon.start()
