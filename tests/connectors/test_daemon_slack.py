@@ -148,8 +148,8 @@ async def test_http_mode_refuses_forged_replayed_and_malformed_requests_and_keep
 
 
 class SlackWithSlowAuth(FakeSlack):
-    """Answers the second auth.test (Bolt's, for the first event) half a second late, as a slow
-    network might; the others at once."""
+    """Answers the second auth.test half a second late, as a slow network might: the one Bolt
+    would make for the first event if the channel left authorisation to it."""
 
     auth_tests = 0
 
