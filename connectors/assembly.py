@@ -131,7 +131,10 @@ def configured_secrets(config: Config, environ: Mapping[str, str]) -> list[str]:
             found.append(slot.api_key.get_secret_value())
         if slot.api_key_env and environ.get(slot.api_key_env):
             found.append(environ[slot.api_key_env])
-    for secret in (config.telegram.bot_token, config.slack.bot_token, config.slack.app_token, config.slack.signing_secret):
+    for secret in (
+        config.telegram.bot_token, config.telegram.secret_token,
+        config.slack.bot_token, config.slack.app_token, config.slack.signing_secret,
+    ):
         if secret is not None:
             found.append(secret.get_secret_value())
     return [value for value in dict.fromkeys(found) if len(value) >= 8]
