@@ -5,10 +5,13 @@ temper-sandbox image: `eval "$(.ci/docker-up)"`)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import cast
 
 import pytest
+
+from memory import MemoryStore
 
 from runtime.sandbox import (
     BackendName,
@@ -19,6 +22,7 @@ from runtime.sandbox import (
     available_backends,
     open_sandbox,
 )
+from tests.fakes.openai_server import FakeOpenAI
 
 TEST_OPTIONS = SandboxOptions(
     limits=Limits(memory_bytes=256 << 20, pids=64, cpu_seconds=30, file_size_bytes=64 << 20),
@@ -62,3 +66,17 @@ async def sandbox(
 ) -> AsyncIterator[Sandbox]:
     async with open_sandbox(sandbox_backend, options=sandbox_options) as started:
         yield started
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """The fake OpenAI-compatible server on 127.0.0.1: one `enqueue` per model call."""
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
+    """A real memory database in a temporary directory."""
+    with MemoryStore.open(tmp_path / "memory.db") as opened:
+        yield opened

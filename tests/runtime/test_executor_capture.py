@@ -22,21 +22,10 @@ from runtime.tools import ToolContext
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.set_num_threads(1)
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), seed=0)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    with MemoryStore.open(tmp_path / "memory.db") as opened:
-        yield opened
 
 
 async def test_stored_calls_are_exactly_what_the_server_sampled(tiny_dir: Path, store: MemoryStore, tmp_path: Path) -> None:

@@ -28,23 +28,6 @@ from tests.fakes.openai_server import FakeOpenAI
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    with MemoryStore.open(tmp_path / "memory.db") as opened:
-        yield opened
-
-
 def model(server: FakeOpenAI, name: str) -> ChatModel:
     return ChatModel(ModelSettings(f"openai/{name}", api_base=server.base_url, api_key="sk-test", retry=RetryPolicy(max_retries=0)))
 

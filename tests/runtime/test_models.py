@@ -58,12 +58,6 @@ TOOLS = [
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
 def chat_model(server: FakeOpenAI, **changes: Any) -> ChatModel:
     settings = ModelSettings(
         model="openai/a",
