@@ -5,7 +5,7 @@ on stored rows and on what the fake server received."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +16,8 @@ from runtime.compaction import CompactionSettings
 from runtime.events import (
     ApprovalRequested,
     Evaluated,
-    ModelCalled,
     Replied,
     ReplyDelta,
-    ToolCalled,
     ToolReturned,
     TurnFailed,
     TurnStarted,

@@ -5,7 +5,6 @@ same model agrees to 1e-4."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest

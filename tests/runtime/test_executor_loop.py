@@ -4,7 +4,6 @@ real sandbox, and every call lands in memory at token level, replayable from its
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import json
 from pathlib import Path
 

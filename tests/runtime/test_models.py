@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
