@@ -12,6 +12,11 @@ warm-up one) and their ratio, where the time goes (generation, row building, upd
 builder's share of our step, training tokens/s, and the zero-variance group fraction.
 Targets (issue 5): ours <= 0.7x trl's time; row building < 5% of a step.
 
+Our side samples the way the learner's replay does: all P x G attempts ask one `GroupBatcher`
+at once and get one cross-prompt batch (learner/batching.py, `LocalModel.sample_batch`), as trl
+samples all P x G sequences in one `generate` call. The sides alternate (one of our iterations
+after each of trl's steps), so that load from other processes on a shared machine falls on both.
+
     python bench/learner.py [--prompts 4] [--group 8] [--max-tokens 32] [--iterations 6]
     python bench/learner.py --device cuda --hidden 768 --layers 12 --heads 12   # ~90M parameters
 """
@@ -19,20 +24,21 @@ Targets (issue 5): ours <= 0.7x trl's time; row building < 5% of a step.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import statistics
 import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memory.trajectory_records import Trajectory
-    from runtime.executor.completion import SamplingParams
-    from runtime.executor.sampling import SampledTokens
+    from runtime.executor.completion import Completion
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -79,10 +85,18 @@ def zero_variance(rewards: list[float], group: int) -> int:
 # trl ----------------------------------------------------------------------------------------
 
 
-def trl_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> list[Iteration]:
+def trl_iterations(
+    model_dir: Path, prompts: list[Prompt], args: argparse.Namespace, between: Callable[[], None]
+) -> list[Iteration]:
+    """trl's steps, timed; `between` runs after each one, outside the timed span."""
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        PrinterCallback,
+        TrainerCallback,
+    )
     from trl import GRPOConfig, GRPOTrainer
 
     class Clock(TrainerCallback):
@@ -106,6 +120,10 @@ def trl_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namesp
                 tokens=int(state.num_input_tokens_seen - self.tokens_before),
                 zero_variance_groups=zero_variance(self.rewards[-len(prompts) * args.group :], args.group),
             ))  # fmt: skip
+
+    class Between(TrainerCallback):
+        def on_step_end(self, *_: Any, **__: Any) -> None:
+            between()
 
     clock = Clock()
 
@@ -132,7 +150,7 @@ def trl_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namesp
             train_dataset=Dataset.from_list([{"prompt": p.messages, "target": p.target} for p in prompts]),
             processing_class=AutoTokenizer.from_pretrained(model_dir),
             peft_config=LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=LORA_MODULES),
-            callbacks=[clock],
+            callbacks=[clock, Between()],
         )
         trainer.remove_callback(PrinterCallback)  # its log dict per step would bury the figures
         generate = trainer._generate  # timed by wrapping the bound method: trl has no hook for it
@@ -151,53 +169,62 @@ def trl_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namesp
 # ours ---------------------------------------------------------------------------------------
 
 
-def ours_iterations(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> list[Iteration]:
-    """Sample through the runtime's executor path (`LocalModel.sample_group`: a prompt's G
-    completions as one batch, each with its own seed, logprobs captured; what the learner's
-    replay does through learner/batching.py) from the policy being trained, score, `build_rows`,
-    `GRPOTrainer.step`.
+def ours_learner(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> Callable[[int], Iteration]:
+    """Sample through the path the learner's replay takes (learner/replay.py): each of the P x G
+    attempts asks `GroupBatcher` over `LocalBackend` for a completion with its own seed, and the
+    batcher answers them with one batch (`LocalModel.sample_batch`: all prompts left-padded
+    together, logprobs captured), from the policy being trained; then score, `build_rows`,
+    `GRPOTrainer.step`. Sandboxes and recording are left out: trl has neither.
     Settings match trl's: token-level loss (DAPO), truncated completions trained on, no KL,
     clip 0.2 both sides."""
+    from learner.batching import GroupBatcher
     from learner.policy import LoraSettings
     from learner.rows import RowSettings, build_rows
     from learner.train import GRPOTrainer, TrainSettings
     from runtime.executor.completion import SamplingParams
+    from runtime.executor.local_backend import LocalBackend
     from runtime.executor.local_model import LocalModel
 
     lora = LoraSettings(rank=LORA_RANK, alpha=2 * LORA_RANK, target_modules=tuple(LORA_MODULES))
     settings = TrainSettings(lora=lora, learning_rate=LEARNING_RATE, epsilon_high=0.2, checkpoint_every=0)
     trainer = GRPOTrainer(LocalModel.load(model_dir, device=args.device), settings)
     rows = RowSettings(normalisation="token", mask_truncated=False)
-    sampler = trainer.policy.sampler  # the live weights: each iteration samples the updated policy
-    encoded = [sampler.tokenizer.encode_chat(p.messages) for p in prompts]
-    iterations = []
-    for iteration in range(args.iterations + 1):
+    backend = LocalBackend(trainer.policy.sampler)  # the live weights: each iteration samples the updated policy
+
+    async def generate(first_seed: int) -> list[Completion]:
+        batcher = GroupBatcher(backend)
+
+        async def attempt(prompt: Prompt, seed: int) -> Completion:
+            async with batcher.attempt():
+                sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens, seed=seed)
+                return await batcher.complete(prompt.messages, sampling)
+
+        seeds = range(first_seed, first_seed + len(prompts) * args.group)
+        return await asyncio.gather(*(attempt(prompts[i // args.group], s) for i, s in enumerate(seeds)))
+
+    def iterate(iteration: int) -> Iteration:
+        """One timed iteration; `iteration` picks its seeds."""
         began = time.perf_counter()
-        trajectories = []
-        for index, (prompt, prompt_ids) in enumerate(zip(prompts, encoded, strict=True)):
-            first = (iteration * len(prompts) + index) * args.group
-            seeds = list(range(first, first + args.group))
-            sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
-            for seed, sampled in zip(seeds, sampler.sample_group(prompt_ids, sampling, seeds), strict=True):
-                score = reward(sampler.tokenizer.decode(sampled.ids), prompt.target)
-                seeded = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens, seed=seed)
-                trajectories.append(_trajectory(len(trajectories), f"p{index}", prompt_ids, sampled, score, seeded))
+        completions = asyncio.run(generate(iteration * len(prompts) * args.group))
+        trajectories = [
+            _trajectory(number, f"p{number // args.group}", completion, reward(completion.text, prompts[number // args.group].target))
+            for number, completion in enumerate(completions)
+        ]  # fmt: skip
         generated = time.perf_counter()
         batch = build_rows(trajectories, rows)
         built = time.perf_counter()
         trainer.step(batch)
         done = time.perf_counter()
-        iterations.append(Iteration(
+        return Iteration(
             total_s=done - began, generate_s=generated - began, rows_s=built - generated,
             update_s=done - built, tokens=batch.stats.tokens,
             zero_variance_groups=batch.stats.zero_variance_groups,
-        ))  # fmt: skip
-    return iterations[1:]  # the first one warms up
+        )  # fmt: skip
+
+    return iterate
 
 
-def _trajectory(
-    number: int, group: str, prompt_ids: list[int], sampled: SampledTokens, score: float, sampling: SamplingParams
-) -> Trajectory:
+def _trajectory(number: int, group: str, completion: Completion, score: float) -> Trajectory:
     """One single-call training episode, as memory would hand it back."""
     from memory.trajectory_records import ExecutorEpisode, RecordedCall, Trajectory
 
@@ -208,9 +235,9 @@ def _trajectory(
         contains_secret=False, created_at=0.0, finished_at=None,
     )  # fmt: skip
     call = RecordedCall(
-        role="executor", model="tiny", prompt_ids=list(prompt_ids), completion_ids=sampled.ids,
-        completion_logprobs=sampled.logprobs, finish_reason=sampled.finish_reason,
-        sampling=sampling.as_dict(), id=number, episode_id=number, index=0, extends_previous=False,
+        role="executor", model="tiny", prompt_ids=completion.prompt_ids, completion_ids=completion.completion_ids,
+        completion_logprobs=completion.completion_logprobs, finish_reason=completion.finish_reason,
+        sampling=completion.sampling.as_dict(), id=number, episode_id=number, index=0, extends_previous=False,
         mismatch=None, common_prefix=0, created_at=0.0,
     )  # fmt: skip
     return Trajectory(episode, [call])
@@ -264,8 +291,11 @@ def main() -> None:
         parameters = _parameters(model_dir)
         print(f"model: Qwen3 from a config, {parameters / 1e6:.1f}M parameters, {args.device}, torch threads 1")
         print(f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}")
-        trl, trl_update = summarise("trl", trl_iterations(model_dir, prompts, args), len(prompts))
-        ours, ours_update = summarise("ours", ours_iterations(model_dir, prompts, args), len(prompts))
+        # One of ours after each of trl's steps, so that both sides see the same load.
+        iterate, ours_runs = ours_learner(model_dir, prompts, args), []
+        trl_runs = trl_iterations(model_dir, prompts, args, lambda: ours_runs.append(iterate(len(ours_runs))))
+        trl, trl_update = summarise("trl", trl_runs, len(prompts))
+        ours, ours_update = summarise("ours", ours_runs[1:], len(prompts))  # the first one warms up
         print(f"ours / trl iteration time: {ours / trl:.2f}x (target <= 0.7x)")
         print(f"ours / trl update time: {ours_update / trl_update:.2f}x")
 
@@ -274,7 +304,7 @@ def _parameters(model_dir: Path) -> int:
     from safetensors import safe_open
 
     with safe_open(str(model_dir / "model.safetensors"), "pt") as weights:
-        return sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())
+        return sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())  # noqa: SIM118 - safe_open is not iterable
 
 
 if __name__ == "__main__":

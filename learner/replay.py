@@ -5,26 +5,30 @@ scored by the task's verifier.
 The attempts at one task form a group (GRPO compares them with each other); its id is
 f"{label}:{task.id}". Each attempt's sampling seed comes from (seed, task, attempt), so two
 executors replayed with the same settings face the same draws: the gate pairs their results.
+`concurrent_tasks` tasks run at once, all their attempts concurrently; with a backend that
+samples batches (LocalBackend), model calls that wait together go as one batch
+(learner/batching.py), across tasks and turns. A row's draws depend only on its seed, so the
+results do not depend on how calls were batched (batched arithmetic aside).
 Nothing asks a person here: commands the policy wants approved are declined.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 import hashlib
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from learner.batching import GroupBatcher
+from learner.tasks import Task, task_snapshot, verify
 from memory import MemoryStore
-from runtime import BackendName, open_sandbox
+from runtime import BackendName, Snapshot, open_sandbox
 from runtime.executor import ExecutorBackend, SamplingParams
 from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
 from runtime.executor.recording import MemoryRecorder
 from runtime.tools import ToolContext
-
-from learner.batching import GroupBatcher
-from learner.tasks import Task, task_snapshot, verify
 
 LEARNER_USER = "learner"
 
@@ -34,6 +38,7 @@ class ReplaySettings:
     group_size: int = 8
     sandbox: BackendName = "local"
     seed: int = 0
+    concurrent_tasks: int = 4  # tasks replayed at once: at most this x group_size sandboxes
     executor: ExecutorSettings = field(
         default_factory=lambda: ExecutorSettings(max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=96))
     )
@@ -60,27 +65,28 @@ async def replay(
     settings: ReplaySettings,
     label: str,
 ) -> list[Attempt]:
-    """Every task `settings.group_size` times; the attempts in task order.
+    """Every task `settings.group_size` times; the attempts in task order."""
+    batcher = GroupBatcher(backend) if hasattr(backend, "complete_batch") else None
+    slots = asyncio.Semaphore(max(1, settings.concurrent_tasks))
 
-    A group's attempts run concurrently; with a backend that samples groups in one batch
-    (LocalBackend), their identical first calls become one batched call (learner/batching.py).
-    """
-    sampler: ExecutorBackend = GroupBatcher(backend) if hasattr(backend, "complete_group") else backend
-    attempts: list[Attempt] = []
-    for task in tasks:
-        snapshot = await task_snapshot(task, snapshot_dir)
-        attempts += await asyncio.gather(
-            *(_attempt(task, index, snapshot, sampler, store, snapshot_dir, settings, label)
-              for index in range(settings.group_size))
-        )  # fmt: skip
-    return attempts
+    async def group(task: Task) -> list[Attempt]:
+        async with slots:
+            snapshot = await task_snapshot(task, snapshot_dir)
+            return await asyncio.gather(
+                *(_attempt(task, index, snapshot, backend, batcher, store, snapshot_dir, settings, label)
+                  for index in range(settings.group_size))
+            )  # fmt: skip
+
+    groups = await asyncio.gather(*(group(task) for task in tasks))
+    return [attempt for attempts in groups for attempt in attempts]
 
 
 async def _attempt(
     task: Task,
     index: int,
-    snapshot,
+    snapshot: Snapshot,
     backend: ExecutorBackend,
+    batcher: GroupBatcher | None,
     store: MemoryStore,
     snapshot_dir: Path,
     settings: ReplaySettings,
@@ -92,13 +98,15 @@ async def _attempt(
         store, snapshot_dir, split=task.split, group_id=f"{label}:{task.id}",
         verifier=task.verifier, initial_snapshot=snapshot,
     )  # fmt: skip
-    async with open_sandbox(settings.sandbox, workspace=snapshot) as sandbox:
+    sampler: ExecutorBackend = batcher if batcher is not None else backend
+    running = batcher.attempt() if batcher is not None else nullcontext()  # batches wait for it
+    async with running, open_sandbox(settings.sandbox, workspace=snapshot) as sandbox:
         context = ToolContext(user=LEARNER_USER, sandbox=sandbox, memory=store)
         episode_id = await recorder.start(task.instruction, backend.name, context)
         run = ExecutorRun()
         try:
             run = await run_executor(
-                backend, context, task.instruction, executor,
+                sampler, context, task.instruction, executor,
                 on_call=lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
             )  # fmt: skip
         finally:

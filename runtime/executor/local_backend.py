@@ -3,6 +3,7 @@
     backend = await LocalBackend.load(directory)                 # CPU, one torch thread
     completion = await backend.complete(messages, SamplingParams(max_tokens=64, seed=1))
     await backend.logprobs_of(completion.prompt_ids, completion.completion_ids)  # == its logprobs
+    await backend.complete_batch([messages_a, messages_b], sampling, seeds=[1, 2])  # one batch
 
 Invariants:
 - ids and logprobs are exact by construction: `prompt_ids` is the chat template's encoding (the
@@ -18,15 +19,16 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from runtime.executor.completion import Completion, SamplingParams
 from runtime.executor.errors import ExecutorRequestError
 from runtime.executor.local_model import LocalModel
+from runtime.executor.sampling import SampledTokens
 
 
 class LocalBackend:
@@ -64,11 +66,53 @@ class LocalBackend:
         started = time.perf_counter()
         tokenizer = self.model.tokenizer
 
-        def run() -> tuple[list[int], Any]:
+        def run() -> tuple[list[int], SampledTokens]:
             prompt_ids = tokenizer.encode_chat(messages)
             return prompt_ids, self.model.sample(prompt_ids, sampling, adapter=adapter)
 
         prompt_ids, sampled = await asyncio.to_thread(run)
+        return self._completion(prompt_ids, sampled, adapter, time.perf_counter() - started, sampling)
+
+    async def complete_group(
+        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams, seeds: Sequence[int]
+    ) -> list[Completion]:
+        """One Completion per seed for the same messages, sampled as one batch (a GRPO group)."""
+        return await self.complete_batch([messages] * len(seeds), sampling, seeds)
+
+    async def complete_batch(
+        self,
+        conversations: Sequence[Sequence[dict[str, Any]]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
+    ) -> list[Completion]:
+        """One Completion per (messages, seed) pair, all sampled as one batch: the groups of
+        several tasks at once, or different turns of different attempts. Each equals what
+        `complete` gives for its messages with `sampling.seed` = its seed (batched arithmetic
+        aside); `sampling.seed` itself is ignored."""
+        adapter = self._adapter
+        started = time.perf_counter()
+        tokenizer = self.model.tokenizer
+
+        def run() -> tuple[list[list[int]], list[SampledTokens]]:
+            prompts = [tokenizer.encode_chat(messages) for messages in conversations]
+            return prompts, self.model.sample_batch(prompts, sampling, seeds, adapter=adapter)
+
+        prompts, batch = await asyncio.to_thread(run)
+        latency = time.perf_counter() - started
+        return [
+            self._completion(prompt_ids, sampled, adapter, latency, replace(sampling, seed=seed))
+            for prompt_ids, sampled, seed in zip(prompts, batch, seeds, strict=True)
+        ]
+
+    def _completion(
+        self,
+        prompt_ids: list[int],
+        sampled: SampledTokens,
+        adapter: str | None,
+        latency_s: float,
+        sampling: SamplingParams,
+    ) -> Completion:
+        tokenizer = self.model.tokenizer
         return Completion(
             text=tokenizer.decode(sampled.ids),
             prompt_ids=prompt_ids,
@@ -79,42 +123,9 @@ class LocalBackend:
             adapter_version=adapter,
             tokenizer_hash=tokenizer.hash,
             chat_template_hash=tokenizer.chat_template_hash,
-            latency_s=time.perf_counter() - started,
+            latency_s=latency_s,
             sampling=sampling,
         )
-
-    async def complete_group(
-        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams, seeds: Sequence[int]
-    ) -> list[Completion]:
-        """One Completion per seed for the same messages, sampled as one batch (a GRPO group).
-        Each equals what `complete` gives with `sampling.seed` = that seed (batched arithmetic
-        aside)."""
-        adapter = self._adapter
-        started = time.perf_counter()
-        tokenizer = self.model.tokenizer
-
-        def run() -> tuple[list[int], list[Any]]:
-            prompt_ids = tokenizer.encode_chat(messages)
-            return prompt_ids, self.model.sample_group(prompt_ids, sampling, seeds, adapter=adapter)
-
-        prompt_ids, group = await asyncio.to_thread(run)
-        latency = time.perf_counter() - started
-        return [
-            Completion(
-                text=tokenizer.decode(sampled.ids),
-                prompt_ids=list(prompt_ids),
-                completion_ids=sampled.ids,
-                completion_logprobs=sampled.logprobs,
-                finish_reason=sampled.finish_reason,
-                model=self.model.name,
-                adapter_version=adapter,
-                tokenizer_hash=tokenizer.hash,
-                chat_template_hash=tokenizer.chat_template_hash,
-                latency_s=latency,
-                sampling=replace(sampling, seed=seed),
-            )
-            for sampled, seed in zip(group, seeds, strict=True)
-        ]
 
     async def logprobs_of(
         self, prompt_ids: Sequence[int], completion_ids: Sequence[int]

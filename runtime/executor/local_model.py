@@ -4,6 +4,7 @@ under `LocalBackend` and `temper serve executor`.
     model = LocalModel.load(directory, device="cpu")     # one torch thread on CPU by default
     model.load_adapter("v3", adapter_directory)          # PEFT format, as the learner writes it
     sample = model.sample(prompt_ids, SamplingParams(seed=1), adapter="v3")
+    samples = model.sample_batch([prompt_a, prompt_b], SamplingParams(), seeds=[1, 2])  # one batch
     model.logprobs_of(prompt_ids, sample.ids, adapter="v3") == sample.logprobs   # within 1e-4
 
 Invariants:
@@ -12,6 +13,8 @@ Invariants:
   adapters are loaded does not wait for that lock (an event loop may ask while a sample runs).
 - Each call names its adapter (`None`: the base model); nothing is "switched on" between calls.
 - Logprobs follow `sampling.py`'s convention: the raw model distribution, before temperature.
+- A seed fixes a completion: the same prompt and seed give the same ids alone (`sample`), in a
+  group (`sample_group`) or beside other prompts (`sample_batch`), batched arithmetic aside.
 - Weights stay float32 unless a dtype is given: logprobs then agree between sampling (with the
   key-value cache) and teacher-forced recomputation to about 1e-6.
 - `max_tokens` is cut to what fits in the context; a prompt that leaves no room is refused.
@@ -30,7 +33,11 @@ import torch
 
 from runtime.executor.completion import SamplingParams
 from runtime.executor.errors import ExecutorLoadError, ExecutorRequestError
-from runtime.executor.sampling import SampledTokens, sample_group, sample_tokens, teacher_forced_logprobs
+from runtime.executor.sampling import (
+    SampledTokens,
+    sample_batch,
+    teacher_forced_logprobs,
+)
 from runtime.executor.tokenization import ExecutorTokenizer
 
 
@@ -135,23 +142,10 @@ class LocalModel:
         top_logprobs: int = 0,
     ) -> SampledTokens:
         """Sample a completion of `prompt_ids`; see `sampling.py` for the rules and logprobs.
-        `top_logprobs` asks for that many likeliest alternatives at each position as well."""
-        self._check_tokens(prompt_ids)
-        _check_sampling(sampling)
-        max_tokens = min(sampling.max_tokens, self.max_positions - len(prompt_ids))
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(sampling.seed if sampling.seed is not None else secrets.randbits(63))
-        with self._lock, self._policy(adapter) as model:
-            return sample_tokens(
-                model,
-                prompt_ids,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                max_tokens=max_tokens,
-                stop_ids=self.stop_ids,
-                generator=generator,
-                top_logprobs=top_logprobs,
-            )
+        `top_logprobs` asks for that many likeliest alternatives at each position as well.
+        Without a seed in `sampling`, a random one is used."""
+        seed = sampling.seed if sampling.seed is not None else secrets.randbits(63)
+        return self.sample_batch([prompt_ids], sampling, [seed], adapter=adapter, top_logprobs=top_logprobs)[0]
 
     def sample_group(
         self,
@@ -162,23 +156,37 @@ class LocalModel:
         adapter: str | None = None,
     ) -> list[SampledTokens]:
         """One completion of `prompt_ids` per seed, sampled together as one batch."""
-        self._check_tokens(prompt_ids)
+        return self.sample_batch([prompt_ids] * len(seeds), sampling, seeds, adapter=adapter)
+
+    def sample_batch(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
+        *,
+        adapter: str | None = None,
+        top_logprobs: int = 0,
+    ) -> list[SampledTokens]:
+        """One completion per (prompt, seed) pair, all decoded as one batch. Row i is what
+        `sample` gives for `prompts[i]` with seed `seeds[i]` (`sampling.seed` is ignored), batched
+        arithmetic aside; each row's `max_tokens` is cut to what fits after its own prompt."""
+        if len(prompts) != len(seeds) or not prompts:
+            raise ExecutorRequestError(f"{len(prompts)} prompts and {len(seeds)} seeds: give one seed per prompt")
+        for prompt_ids in prompts:
+            self._check_tokens(prompt_ids)
         _check_sampling(sampling)
-        max_tokens = min(sampling.max_tokens, self.max_positions - len(prompt_ids))
-        generators = []
-        for seed in seeds:
-            generator = torch.Generator(device=self.device)
-            generator.manual_seed(seed)
-            generators.append(generator)
+        limits = [min(sampling.max_tokens, self.max_positions - len(p)) for p in prompts]
         with self._lock, self._policy(adapter) as model:
-            return sample_group(
+            return sample_batch(
                 model,
-                prompt_ids,
-                generators,
+                prompts,
+                seeds,
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
-                max_tokens=max_tokens,
+                max_tokens=limits,
                 stop_ids=self.stop_ids,
+                device=self.device,
+                top_logprobs=top_logprobs,
             )
 
     def logprobs_of(

@@ -1,4 +1,5 @@
-"""Sampling tokens from a causal LM one at a time, and the log-probabilities the learner trains on.
+"""Sampling completions from a causal LM, many prompts in one batch, and the log-probabilities
+the learner trains on.
 
 The logprob convention (every backend, and `temper serve executor`, follows it):
 
@@ -11,10 +12,24 @@ plain teacher-forced forward pass (`teacher_forced_logprobs`). At temperature 1 
 the learner replays tasks) it is also exactly the sampling distribution's log-probability; at
 other settings the learner knows the settings from `Completion.sampling`.
 
-Sampling itself: temperature 0 is greedy; otherwise the logits are divided by the temperature, cut
-to the smallest set of tokens whose probability reaches `top_p` (the most likely token always
-stays), and one token is drawn with the given `torch.Generator`, so a seed fixes the draw.
-A completion stops after a stop token (kept in the ids, with its logprob) or after `max_tokens`.
+Sampling: temperature 0 is greedy; otherwise the logits are divided by the temperature, cut to
+the smallest set of tokens whose probability reaches `top_p` (the most likely token always
+stays), and one token is drawn by inverting the cumulative distribution (in vocabulary order) at
+a uniform number u in [0, 1). A completion stops after a stop token (kept in the ids, with its
+logprob) or after its `max_tokens`.
+
+Seeds: every row has its own seed, and row i's u at position t is element t of
+`torch.rand(n, dtype=float64)` from a CPU generator seeded with it (`row_uniforms`). So the same
+seed and prompt give the same completion whether the row is sampled alone, in a GRPO group or in
+a batch with other prompts, on CPU or GPU (up to floating-point differences of batched matrix
+products, which flip a draw only when u falls within ~1e-6 of a boundary). One shared generator
+would have made a row's draws depend on its batch; a generator per row drawing per token would
+have forced a Python loop over rows at every step. Drawing each row's u's up front does neither.
+
+Batching: prompts are left-padded to one width, with an attention mask and position ids that
+start at each row's first real token, and decoded together with the key-value cache. Ids and
+logprobs go into preallocated (N, T) tensors; a finished row keeps being fed (its outputs are
+ignored) so the batch stays rectangular, and the loop ends when every row has finished.
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -35,56 +51,122 @@ class SampledTokens:
 
 
 @torch.inference_mode()
-def sample_tokens(
+def sample_batch(
     model: torch.nn.Module,
-    prompt_ids: Sequence[int],
+    prompts: Sequence[Sequence[int]],
+    seeds: Sequence[int],
     *,
     temperature: float,
     top_p: float,
-    max_tokens: int,
+    max_tokens: Sequence[int],
     stop_ids: Collection[int],
-    generator: torch.Generator,
+    device: torch.device,
     top_logprobs: int = 0,
-) -> SampledTokens:
-    """Sample up to `max_tokens` tokens after `prompt_ids`, reusing the key-value cache."""
-    device = generator.device
+) -> list[SampledTokens]:
+    """One completion per (prompt, seed, max_tokens) row, all decoded as one batch."""
+    rows = len(prompts)
+    limits = torch.tensor(list(max_tokens), device=device)  # (N,)
+    steps = int(limits.max())
+    uniforms = row_uniforms(seeds, steps if temperature > 0 else 0).to(device)  # (N, T)
+    stops = torch.tensor(sorted(stop_ids), device=device, dtype=torch.long)  # (S,)
+    input_ids, mask, lengths = _left_pad(prompts, steps, device)  # (N, W), (N, W + T), (N,)
+    width = input_ids.shape[1]
+    padded = bool((lengths < width).any())
+
     cache_name, prompt_extra = _forward_arguments(model)
-    prompt = torch.tensor([list(prompt_ids)], device=device)  # (1, P)
-    output = model(input_ids=prompt, use_cache=True, **prompt_extra)
-    ids: list[int] = []
-    logprobs: list[float] = []
-    top: list[list[tuple[int, float]]] = []
-    while len(ids) < max_tokens:
-        logits = output.logits[0, -1].float()  # (V,)
-        token = choose_token(logits, temperature, top_p, generator)
-        raw = torch.log_softmax(logits, dim=-1)  # (V,)
-        ids.append(token)
-        logprobs.append(raw[token].item())
+    extra: dict[str, Any] = {}
+    if padded:  # an unpadded batch runs exactly like a single prompt: no mask, default positions
+        positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)  # (N, W)
+        extra = {"attention_mask": mask[:, :width], "position_ids": positions}
+    output = model(input_ids=input_ids, use_cache=True, **prompt_extra, **extra)
+
+    ids = torch.zeros(rows, steps, dtype=torch.long, device=device)  # (N, T)
+    logprobs = torch.zeros(rows, steps, device=device)  # (N, T)
+    top_logprobs = min(top_logprobs, output.logits.shape[-1])  # K
+    top_values = torch.zeros(rows, steps, top_logprobs, device=device)  # (N, T, K)
+    top_ids = torch.zeros(rows, steps, top_logprobs, dtype=torch.long, device=device)  # (N, T, K)
+    produced = torch.zeros(rows, dtype=torch.long, device=device)  # (N,) tokens kept per row
+    stopped = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,) ended on a stop token
+    finished = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,)
+    for step in range(steps):
+        logits = output.logits[:, -1].float()  # (N, V)
+        raw = torch.log_softmax(logits, dim=-1)  # (N, V)
+        tokens = choose_tokens(logits, temperature, top_p, uniforms[:, step] if temperature > 0 else None)
+        ids[:, step] = tokens
+        logprobs[:, step] = raw.gather(1, tokens[:, None])[:, 0]
         if top_logprobs:
-            values, indices = torch.topk(raw, min(top_logprobs, raw.numel()))  # (K,), (K,)
-            top.append(list(zip(indices.tolist(), values.tolist(), strict=True)))
-        if token in stop_ids:
-            return SampledTokens(ids, logprobs, "stop", top)
-        if len(ids) < max_tokens:
-            next_input = torch.tensor([[token]], device=device)  # (1, 1)
-            cache = {cache_name: getattr(output, cache_name)}
-            output = model(input_ids=next_input, use_cache=True, **cache)
-    return SampledTokens(ids, logprobs, "length", top)
+            top_values[:, step], top_ids[:, step] = torch.topk(raw, top_logprobs)
+        running = ~finished
+        produced += running
+        stopped |= running & torch.isin(tokens, stops)
+        finished |= stopped | (produced >= limits)
+        if step + 1 == steps or bool(finished.all()):
+            break
+        if padded:  # a finished row's position stops growing: it stays inside the context
+            position = torch.minimum(lengths + step, lengths + limits - 1)[:, None]  # (N, 1)
+            extra = {"attention_mask": mask[:, : width + step + 1], "position_ids": position}
+        cache = {cache_name: getattr(output, cache_name)}
+        output = model(input_ids=tokens[:, None], use_cache=True, **cache, **extra)
+
+    counts, ids_rows, logprob_rows = produced.tolist(), ids.tolist(), logprobs.tolist()
+    tops = _top_lists(top_ids, top_values, counts) if top_logprobs else [[] for _ in counts]
+    return [
+        SampledTokens(ids_rows[row][:count], logprob_rows[row][:count], "stop" if is_stop else "length", tops[row])
+        for row, (count, is_stop) in enumerate(zip(counts, stopped.tolist(), strict=True))
+    ]
 
 
-def choose_token(
-    logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator
-) -> int:
-    """One token id from `logits` (V,): greedy at temperature 0, else temperature and top-p."""
-    if temperature <= 0:
-        return int(torch.argmax(logits).item())
-    probs = torch.softmax(logits / temperature, dim=-1)  # (V,)
+def _left_pad(
+    prompts: Sequence[Sequence[int]], steps: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The prompts left-padded with id 0 (N, W), the attention mask for them and `steps` more
+    tokens (N, W + steps), and the prompt lengths (N,)."""
+    lengths = torch.tensor([len(p) for p in prompts], device=device)  # (N,)
+    width = int(lengths.max())
+    left_padded = [[0] * (width - len(prompt)) + list(prompt) for prompt in prompts]
+    input_ids = torch.tensor(left_padded, dtype=torch.long, device=device)  # (N, W)
+    mask = torch.ones(len(prompts), width + steps, dtype=torch.long, device=device)  # (N, W + T)
+    mask[:, :width] = torch.arange(width, device=device) >= (width - lengths)[:, None]
+    return input_ids, mask, lengths
+
+
+def _top_lists(ids: torch.Tensor, values: torch.Tensor, counts: list[int]) -> list[list[list[tuple[int, float]]]]:
+    """Per row, per kept position, the (id, logprob) alternatives from (N, T, K) tensors."""
+    return [
+        [list(zip(i, v, strict=True)) for i, v in zip(row_ids[:count], row_values[:count], strict=True)]
+        for row_ids, row_values, count in zip(ids.tolist(), values.tolist(), counts, strict=True)
+    ]
+
+
+def row_uniforms(seeds: Sequence[int], count: int) -> torch.Tensor:
+    """(N, count) float64 uniforms in [0, 1): row i is the start of seed i's own stream (the
+    same prefix for any `count`), drawn on the CPU so that it does not depend on the device."""
+    uniforms = torch.empty(len(seeds), count, dtype=torch.float64)
+    generator = torch.Generator()
+    for row, seed in enumerate(seeds):
+        generator.manual_seed(seed)
+        uniforms[row] = torch.rand(count, generator=generator, dtype=torch.float64)
+    return uniforms
+
+
+def choose_tokens(
+    logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor | None
+) -> torch.Tensor:
+    """One token id per row of `logits` (N, V): greedy at temperature 0 (`uniforms` unused), else
+    the temperature and top-p distribution inverted at `uniforms` (N,)."""
+    if temperature <= 0 or uniforms is None:
+        return torch.argmax(logits, dim=-1)  # (N,)
+    probs = torch.softmax(logits / temperature, dim=-1)  # (N, V)
     if top_p < 1.0:
-        sorted_probs, order = torch.sort(probs, descending=True)  # (V,), (V,)
-        before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # (V,) mass above each token
-        sorted_probs[before >= top_p] = 0.0  # keeps the first token, whose `before` is 0
-        probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)  # (V,)
-    return int(torch.multinomial(probs, 1, generator=generator).item())
+        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)  # (N, V), (N, V)
+        before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # (N, V) mass above each token
+        sorted_probs = sorted_probs.masked_fill(before >= top_p, 0.0)  # the first token stays
+        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_probs)  # (N, V)
+    cdf = torch.cumsum(probs.double(), dim=-1)  # (N, V)
+    total = cdf[:, -1:]  # (N, 1)
+    # Strictly below the total, so the inversion lands on a token of positive probability.
+    target = torch.minimum(uniforms[:, None] * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, target, right=True)[:, 0]  # (N,)
 
 
 @torch.inference_mode()
@@ -115,53 +197,3 @@ def _forward_arguments(model: torch.nn.Module) -> tuple[str, dict[str, int]]:
     parameters = inspect.signature(base.forward).parameters
     cache_name = "cache" if "cache" in parameters else "past_key_values"
     return cache_name, ({"logits_to_keep": 1} if "logits_to_keep" in parameters else {})
-
-
-@torch.inference_mode()
-def sample_group(
-    model: torch.nn.Module,
-    prompt_ids: Sequence[int],
-    generators: Sequence[torch.Generator],
-    *,
-    temperature: float,
-    top_p: float,
-    max_tokens: int,
-    stop_ids: Collection[int],
-) -> list[SampledTokens]:
-    """`len(generators)` completions of one prompt, sampled as one batch (a GRPO group).
-
-    Row i draws with `generators[i]` exactly as `sample_tokens` would, so a seed gives the same
-    completion alone or in a group (up to floating-point differences of batched matrix products).
-    The prompt is encoded once and its key-value cache repeated for the rows; a row that sampled
-    a stop token keeps being fed a token whose outputs are ignored, so the batch stays rectangular.
-    """
-    rows = len(generators)
-    device = generators[0].device
-    cache_name, prompt_extra = _forward_arguments(model)
-    prompt = torch.tensor([list(prompt_ids)] * rows, device=device)  # (N, P)
-    output = model(input_ids=prompt, use_cache=True, **prompt_extra)
-    ids: list[list[int]] = [[] for _ in range(rows)]
-    logprobs: list[list[float]] = [[] for _ in range(rows)]
-    finished = [False] * rows
-    step = 0
-    while step < max_tokens and not all(finished):
-        logits = output.logits[:, -1].float()  # (N, V)
-        raw = torch.log_softmax(logits, dim=-1)  # (N, V)
-        tokens = []
-        for row in range(rows):
-            if finished[row]:
-                tokens.append(ids[row][-1])  # fed again, outputs ignored
-                continue
-            token = choose_token(logits[row], temperature, top_p, generators[row])
-            ids[row].append(token)
-            logprobs[row].append(raw[row, token].item())
-            finished[row] = token in stop_ids
-            tokens.append(token)
-        step += 1
-        if step < max_tokens and not all(finished):
-            next_input = torch.tensor(tokens, device=device)[:, None]  # (N, 1)
-            output = model(input_ids=next_input, use_cache=True, **{cache_name: getattr(output, cache_name)})
-    return [
-        SampledTokens(ids[row], logprobs[row], "stop" if finished[row] else "length", [])
-        for row in range(rows)
-    ]
