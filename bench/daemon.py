@@ -7,6 +7,9 @@ this process (tests/fakes). The model answers at once. Figures:
 
 - `<platform>_messages_per_s`: a burst of `--burst` messages from `--burst-users` people queued
   at once; messages divided by the seconds until the last reply reached the fake platform.
+- `<platform>_cpu_ms_per_message`: the CPU time (user + system) the daemon, or the bare bot,
+  spent on that burst per message. Throughput on these shared 2-core machines follows whatever
+  else runs; CPU per message moves much less, so it is the figure to compare between runs.
 - `<platform>_added_p50_ms` / `_p99_ms`: one message at a time, from the fake platform queuing
   the update to it receiving the reply, minus the mean time spent inside the model server per
   call (the model's share, which the daemon does not add).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 import os
 from pathlib import Path
 import statistics
@@ -195,6 +198,19 @@ async def slack_latency(slack: TimedSlack, model: FakeOpenAI, count: int) -> lis
     return samples
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def timed_burst(pid: int, burst: Callable[[], Awaitable[float]], messages: int) -> tuple[float, float]:
+    """Messages per second through `burst`, and CPU milliseconds per message of process `pid`."""
+    before = cpu_seconds(pid)
+    seconds = await burst()
+    return messages / seconds, (cpu_seconds(pid) - before) * 1000 / messages
+
+
 async def telegram_burst(telegram: TimedTelegram, messages: int, users: int, start: int = 0) -> float:
     """Queue `messages` from `users` people at once (the n-th from person (start + n) % users);
     seconds until every one is answered."""
@@ -250,8 +266,13 @@ async def measure_daemon(args: argparse.Namespace, folder: Path, model: FakeOpen
                 ):
                     figures[f"{platform}_latency"] = statistics.median(samples)
                     figures[f"{platform}_latency_p99"] = percentile(samples, 0.99)
-                figures["telegram_rate"] = args.burst / await telegram_burst(telegram, args.burst, args.burst_users)
-                figures["slack_rate"] = args.burst / await slack_burst(slack, args.burst, args.burst_users)
+                pid = daemon.pid
+                figures["telegram_rate"], figures["telegram_cpu"] = await timed_burst(
+                    pid, lambda: telegram_burst(telegram, args.burst, args.burst_users), args.burst
+                )
+                figures["slack_rate"], figures["slack_cpu"] = await timed_burst(
+                    pid, lambda: slack_burst(slack, args.burst, args.burst_users), args.burst
+                )
                 figures["rss_start"] = daemon.rss_bytes()
                 for wave in range(0, args.rss_messages, WAVE):
                     await telegram_burst(telegram, min(WAVE, args.rss_messages - wave), args.rss_users, start=wave)
@@ -281,7 +302,9 @@ async def measure_bare_bots(args: argparse.Namespace, folder: Path, model: FakeO
         try:
             await telegram_burst(telegram, 100, 50)
             figures["telegram_latency"] = statistics.median(await telegram_latency(telegram, model, args.latency))
-            figures["telegram_rate"] = args.burst / await telegram_burst(telegram, args.burst, args.burst_users)
+            figures["telegram_rate"], figures["telegram_cpu"] = await timed_burst(
+                bot.pid, lambda: telegram_burst(telegram, args.burst, args.burst_users), args.burst
+            )
         finally:
             bot.kill()
             bot.wait()
@@ -292,7 +315,9 @@ async def measure_bare_bots(args: argparse.Namespace, folder: Path, model: FakeO
                 await asyncio.sleep(0.01)
             await slack_burst(slack, 100, 50)
             figures["slack_latency"] = statistics.median(await slack_latency(slack, model, args.latency))
-            figures["slack_rate"] = args.burst / await slack_burst(slack, args.burst, args.burst_users)
+            figures["slack_rate"], figures["slack_cpu"] = await timed_burst(
+                bot.pid, lambda: slack_burst(slack, args.burst, args.burst_users), args.burst
+            )
         finally:
             bot.kill()
             bot.wait()
@@ -320,6 +345,8 @@ async def main() -> None:
         print(f"{platform}_messages_per_s: {rate:.1f}")
         print(f"{platform}_bare_bot_messages_per_s: {bare[f'{platform}_rate']:.1f}")
         print(f"{platform}_messages_per_s_vs_bare_bot: {rate / bare[f'{platform}_rate']:.2f}")
+        print(f"{platform}_cpu_ms_per_message: {daemon[f'{platform}_cpu']:.2f}")
+        print(f"{platform}_bare_bot_cpu_ms_per_message: {bare[f'{platform}_cpu']:.2f}")
         print(f"{platform}_added_p50_ms: {ms(latency)}")
         print(f"{platform}_added_p99_ms: {ms(daemon[f'{platform}_latency_p99'])}")
         print(f"{platform}_bare_bot_p50_ms: {ms(bare[f'{platform}_latency'])}")

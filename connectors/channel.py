@@ -9,9 +9,11 @@ after that loses nothing, and a crash before it gets the update again from the p
 (Telegram re-sends un-acknowledged updates; Slack retries events). Duplicates are dropped by
 platform message id in the inbox.
 
-Sending: `send` must be idempotent per `idempotency_key` within a process (the daemon also
-records sent replies, so a reply is sent exactly once across restarts); it splits text at the
-platform's length limit and returns the platform ids of the messages it sent.
+Sending: `send` must be idempotent per `idempotency_key` within a process (a retry sends only
+what the first call did not); it splits text at the platform's length limit and returns the
+platform ids of the messages it sent. Across restarts the daemon's records take over: a reply
+recorded as sent is never sent again, and one whose send a crash interrupted is sent again (see
+`KnowsSent` below for the one case where that repeats a message).
 
 Errors: a connector raises `ChannelError` (with `retry_after_s` when the platform said so) for
 platform failures; the daemon retries with backoff and restarts a connector that keeps failing,
@@ -19,10 +21,11 @@ never letting one connector take the others down.
 
 Two optional capabilities (the daemon checks for them with isinstance; a channel without them
 works, with the weaker guarantee each names):
-- `KnowsSent.find_sent(key)`: the ids of messages already sent under an idempotency key (for
-  example from Slack message metadata). The daemon asks before re-sending a reply whose send
-  was interrupted by a crash; without it, such a reply is sent again (at least once in a window
-  of milliseconds between the platform accepting it and the daemon recording that).
+- `KnowsSent.find_sent(message)`: the ids of `message` as already sent under its idempotency
+  key (Slack: from message metadata; Telegram's Bot API cannot list what a bot sent). The
+  daemon asks before re-sending a reply whose send a crash interrupted. Without it, such a reply
+  is sent again, and so twice when the crash fell in the window between the platform accepting
+  it and the daemon recording that (about 1 ms when idle, a few ms under load: dispatch.py).
 - `ReportsStop.wait_stopped()`: returns once receiving ended by `stop()`, and raises what
   ended it otherwise (the poller gave up, a 409 conflict); the daemon then restarts the channel
   with backoff, or, for a fatal ChannelError, reports it failed. Without it, the daemon only
@@ -117,8 +120,9 @@ class Channel(Protocol):
 
 @runtime_checkable
 class KnowsSent(Protocol):
-    async def find_sent(self, idempotency_key: str) -> list[str] | None:
-        """The platform ids of messages sent earlier with this key, or None if none was sent."""
+    async def find_sent(self, message: Outgoing) -> list[str] | None:
+        """The platform ids of `message` as sent earlier under its idempotency key, or None when
+        it was not sent (in full: `send` then sends only what is missing)."""
 
 
 @runtime_checkable

@@ -56,8 +56,8 @@ def describe(
         expected = error["msg"][0].lower() + error["msg"][1:]
     given = error.get("input")
     hint = ""
-    if error["type"] == "literal_error" and field is not None:
-        hint = suggest(str(given), [str(option) for option in typing.get_args(field.annotation)])
+    if error["type"] == "literal_error" and field is not None:  # `expected` lists the choices
+        hint = did_you_mean(str(given), [str(option) for option in typing.get_args(field.annotation)])
     shown = _shown(loc, given, masked_keys)
     return f"{dotted(loc)}: must be {expected}, got {shown}{hint}{origin}"
 
@@ -65,10 +65,15 @@ def describe(
 def suggest(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for a close candidate, else the list of candidates."""
     options = sorted(candidates)
-    close = difflib.get_close_matches(word, options, n=1)
-    if close:
-        return f" (did you mean {close[0]!r}?)"
+    if close := did_you_mean(word, options):
+        return close
     return f" (known keys: {', '.join(options)})" if options else ""
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a close candidate, else nothing."""
+    close = difflib.get_close_matches(word, sorted(candidates), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def dotted(loc: Loc) -> str:

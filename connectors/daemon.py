@@ -219,9 +219,9 @@ class Daemon:
 
     # --- the pieces -----------------------------------------------------------------------
 
-    def _wake(self) -> None:
+    def _wake(self, kind: str) -> None:
         if self.dispatcher is not None:
-            self.dispatcher.wake()
+            self.dispatcher.wake(quick=kind != "message")
 
     def default_jobs(self, store: MemoryStore) -> list[Job]:
         """Memory maintenance, inbox pruning, and the learner's nightly cycle if it has one."""

@@ -19,12 +19,13 @@ Exactly once. Because the reply is recorded before it is sent and the item finis
 transaction that records what was sent, a crash leaves one of three states. No reply recorded:
 the turn runs again (the model is asked again; nothing went out). A reply recorded, not marked
 sent: the same text is sent again without a new turn, after asking the channel whether it went
-out already (`KnowsSent`); a channel that cannot tell sends it again, a duplicate only if the
-crash fell between the platform accepting it and our commit. That window is the platform's
-answer travelling back plus the event loop getting to it: about a millisecond when idle, but
-measured at 14 ms (p50) with 4 turns at once on a busy 2-core machine and 24 ms with 8, so a
-crash under load repeats a reply or two (tests/connectors/test_daemon_chaos.py). Marked sent:
-the item is done and never handed out again.
+out already (`KnowsSent`: Slack can tell); a channel that cannot tell (Telegram) sends it again,
+a duplicate only if the crash fell between the platform accepting it and our commit. That
+window is the platform's answer travelling back plus the event loop getting to it: about a
+millisecond when idle, but measured at 5 ms (p50; 8 ms p90) with 4 turns at once on a busy
+2-core machine and 9 ms (13 ms) with 8, so a crash under load repeats a reply or two
+(tests/connectors/test_daemon_chaos.py). Marked sent: the item is done and never handed out
+again.
 
 Failures. A send refused with a short Retry-After is retried in place; otherwise the item is
 deferred with backoff (its recorded reply kept) and the channel's supervisor told, which
@@ -53,6 +54,7 @@ from runtime import Agent, ApprovalRequested, Inbound, Replied, TurnFailed
 log = logging.getLogger("temper.dispatch")
 
 QUICK_KINDS = ("button", "reaction")
+QUICK_BATCH = 64  # button presses and reactions handed out per look
 FEEDBACK = {"/good": True, "/bad": False}
 EMPTY_REPLY = "(I have nothing to add.)"
 
@@ -91,12 +93,18 @@ class Dispatcher:
         self._busy: dict[str, asyncio.Task[None]] = {}
         self._turns = 0
         self._wake = asyncio.Event()
+        # Whether button presses or reactions may wait: looked for at the start, after one is
+        # delivered or finished, and at every tick, not on each message's wake-up (a burst of
+        # messages would otherwise pay an inbox query per message for presses that rarely exist).
+        self._quick_due = True
 
     @property
     def in_flight(self) -> int:
         return self._turns
 
-    def wake(self) -> None:
+    def wake(self, *, quick: bool = False) -> None:
+        """Hand out due items soon; `quick`: a button press or reaction was delivered."""
+        self._quick_due = self._quick_due or quick
         self._wake.set()
 
     async def run(self) -> None:
@@ -108,13 +116,16 @@ class Dispatcher:
                 async with asyncio.timeout(self.settings.poll_s):
                     await self._wake.wait()
             except TimeoutError:
-                pass
+                self._quick_due = True  # deferred presses come due, stopped channels come back
 
     def _claim(self) -> None:
         platforms = [name for name, supervisor in self.supervisors.items() if supervisor.channel is not None]
         heads = self.store.inbox_heads
-        for item in heads(kinds=QUICK_KINDS, platforms=platforms, busy_lanes=self._busy, limit=64):
-            self._start(item, is_turn=False)
+        if self._quick_due:
+            quick = heads(kinds=QUICK_KINDS, platforms=platforms, busy_lanes=self._busy, limit=QUICK_BATCH)
+            self._quick_due = len(quick) == QUICK_BATCH  # a full batch: more may wait
+            for item in quick:
+                self._start(item, is_turn=False)
         if self.accepting:
             free = self.settings.concurrency - self._turns
             for item in heads(kinds=("message",), platforms=platforms, busy_lanes=self._busy, limit=free):
@@ -128,7 +139,7 @@ class Dispatcher:
         def finished(_: object) -> None:
             self._busy.pop(item.lane, None)
             self._turns -= is_turn
-            self.wake()
+            self.wake(quick=not is_turn)
 
         task.add_done_callback(finished)
 
@@ -249,14 +260,14 @@ class Dispatcher:
 
     async def _send(self, supervisor: ChannelSupervisor, reply: Reply, *, resumed: bool) -> None:
         channel = _running(supervisor)
-        sent = await channel.find_sent(reply.idempotency_key) if resumed and isinstance(channel, KnowsSent) else None
+        message = Outgoing(reply.chat_id, reply.text, reply.thread_id, reply.reply_to, reply.idempotency_key)
+        sent = await channel.find_sent(message) if resumed and isinstance(channel, KnowsSent) else None
         if sent is None:
-            sent = await self._send_with_retry(channel, reply)
+            sent = await self._send_with_retry(channel, message)
         supervisor.send_succeeded()
         self.store.mark_reply_sent(reply, sent)
 
-    async def _send_with_retry(self, channel: Channel, reply: Reply) -> list[str]:
-        message = Outgoing(reply.chat_id, reply.text, reply.thread_id, reply.reply_to, reply.idempotency_key)
+    async def _send_with_retry(self, channel: Channel, message: Outgoing) -> list[str]:
         for attempt in range(3):
             try:
                 return await channel.send(message)

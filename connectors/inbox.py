@@ -54,9 +54,10 @@ def decode(item: InboxItem) -> Delivered:
 
 
 class Inbox:
-    """`deliver` for every channel: a durable write, then `on_new()` (which wakes the dispatcher)."""
+    """`deliver` for every channel: a durable write, then `on_new(kind)` (which wakes the
+    dispatcher) with the new item's kind: "message", "button" or "reaction"."""
 
-    def __init__(self, store: MemoryStore, on_new: Callable[[], None]) -> None:
+    def __init__(self, store: MemoryStore, on_new: Callable[[str], None]) -> None:
         self.store = store
         self.on_new = on_new
         self.duplicates = 0
@@ -67,4 +68,4 @@ class Inbox:
         if added is None:
             self.duplicates += 1
         else:
-            self.on_new()
+            self.on_new(encoded.kind)

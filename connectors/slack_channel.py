@@ -30,6 +30,16 @@ or a large file download past that gets a redelivery, which the inbox deduplicat
 Typing: Slack has no typing indicator for bots on the Events API. `typing` puts an
 :hourglass_flowing_sand: reaction on the newest message of that chat and thread; `send` removes it.
 
+Sent replies can be found again: each part of a reply posted with an idempotency key carries
+message metadata (`temper_reply`: the key and the part's number), which `find_sent` looks for
+among the chat's newest LOOKBACK messages (in a thread: its first LOOKBACK messages, the order
+conversations.replies lists them, so a reply deeper in a longer thread is posted again). After
+a crash between Slack
+accepting a reply and the daemon recording that, the restarted daemon asks first and does not
+post the reply again (conversations.history/replies need the history scope of the chat's kind:
+im:history for DMs, channels:history or groups:history for threads in channels; without it the
+lookup fails, is logged, and the reply is posted again, as a channel that cannot tell would).
+
 Platform errors: 429 waits `Retry-After` and retries (up to 3 times, waits up to 30 s), then
 raises `ChannelError(retry_after_s=...)`; a send that failed half-way resumes at the first unsent
 part when retried with the same idempotency key. `invalid_auth`, `token_revoked` and friends raise
@@ -41,6 +51,7 @@ reconnects; events Slack could not deliver meanwhile are redelivered.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import re
 from collections import OrderedDict
@@ -83,6 +94,8 @@ FATAL_ERRORS = frozenset(
 RATE_LIMIT_RETRIES = 3
 MAX_RATE_LIMIT_WAIT_S = 30.0
 REMEMBERED = 4096  # bounded memories (sent replies, latest message per thread): memory stays flat
+REPLY_EVENT = "temper_reply"  # the metadata event type marking a posted part of a reply
+LOOKBACK = 200  # messages of a chat (or thread) searched for a reply's parts
 
 SlackCall = Callable[..., Awaitable[Any]]
 
@@ -312,18 +325,46 @@ class SlackChannel:
         key = message.idempotency_key
         ids = self._sent.get(key, []) if key else []
         parts = split_message(to_mrkdwn(message.text))
-        for part in parts[len(ids) :]:
+        for number in range(len(ids), len(parts)):
             posted = await self._call(
                 self._client.chat_postMessage,
                 channel=message.chat_id,
-                text=part,
+                text=parts[number],
                 thread_ts=message.thread_id or None,
+                metadata={"event_type": REPLY_EVENT, "event_payload": {"key": key, "part": number}} if key else None,
             )
             ids.append(f"{message.chat_id}:{posted['ts']}")
             if key:
                 _remember(self._sent, key, ids)
         await self._done_working(message.chat_id, message.thread_id)
         return list(ids)
+
+    async def find_sent(self, message: Outgoing) -> list[str] | None:
+        """The ids of `message`'s parts when Slack has all of them (see the module docstring);
+        else None, and `send` posts only the parts not found."""
+        assert self._client is not None, "start() first"
+        key = message.idempotency_key
+        if not key:
+            return None
+        where = {"channel": message.chat_id, "include_all_metadata": True, "limit": LOOKBACK}
+        try:
+            if message.thread_id:
+                page = await self._call(self._client.conversations_replies, ts=message.thread_id, **where)
+            else:
+                page = await self._call(self._client.conversations_history, **where)
+        except ChannelError as error:
+            log.warning("slack: cannot look for a reply already sent in %s (%s); sending it", message.chat_id, error)
+            return None
+        found = {}
+        for posted in page.get("messages") or []:
+            metadata = posted.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if metadata.get("event_type") == REPLY_EVENT and payload.get("key") == key:
+                found[payload.get("part")] = f"{message.chat_id}:{posted['ts']}"
+        ids = list(itertools.takewhile(bool, (found.get(number) for number in range(len(found)))))
+        if ids:
+            _remember(self._sent, key, ids)
+        return ids if len(ids) == len(split_message(to_mrkdwn(message.text))) else None
 
     async def ask_approval(self, prompt: ApprovalPrompt) -> None:
         assert self._client is not None, "start() first"

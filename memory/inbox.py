@@ -90,17 +90,23 @@ def heads(
     now: float,
     limit: int,
 ) -> list[InboxItem]:
-    """The oldest pending item of each lane that is due, not busy, of `kinds` and `platforms`."""
+    """The oldest pending item of each lane that is due, not busy, of `kinds` and `platforms`.
+
+    Pending items of `kinds` are read oldest first (index inbox_pending_kind), each kept if no
+    older pending item shares its lane (index inbox_pending), until `limit` are found: the cost
+    follows the items handed out, not the length of the backlog."""
     if limit <= 0 or not kinds or not platforms:
         return []
     kind_marks = ", ".join("?" * len(kinds))
     platform_marks = ", ".join("?" * len(platforms))
     rows = db.execute(
-        f"select {_ITEM} from (select min(id) as id from inbox where status = 'pending' group by lane) h"
-        f" join inbox i on i.id = h.id"
-        f" where i.retry_at <= ? and i.kind in ({kind_marks}) and i.platform in ({platform_marks})"
+        f"select {_ITEM} from inbox i"
+        f" where i.status = 'pending' and i.kind in ({kind_marks})"
+        f" and +i.platform in ({platform_marks})"  # `+`: not the (platform, event_id) index
+        f" and i.retry_at <= ?"
+        f" and not exists (select 1 from inbox e where e.lane = i.lane and e.status = 'pending' and e.id < i.id)"
         f" order by i.id limit ?",
-        (now, *kinds, *platforms, limit + len(busy_lanes)),
+        (*kinds, *platforms, now, limit + len(busy_lanes)),
     ).fetchall()
     items = [InboxItem(*row) for row in rows if row[4] not in busy_lanes]
     return items[:limit]

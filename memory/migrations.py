@@ -316,6 +316,13 @@ def m007_daemon_inbox_and_access(db: apsw.Connection) -> None:
     )
 
 
+def m008_inbox_heads_by_kind(db: apsw.Connection) -> None:
+    # The dispatcher asks for the next items of a kind many times a second (memory/inbox.py
+    # heads): walking pending items of that kind oldest first stops after a few lanes, where
+    # grouping every pending item by lane costs a read of the whole backlog each time.
+    db.execute("create index inbox_pending_kind on inbox(kind, id) where status = 'pending'")
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
@@ -324,6 +331,7 @@ MIGRATIONS: list[Migration] = [
     m005_session_workspaces,
     m006_executor_trajectories,
     m007_daemon_inbox_and_access,
+    m008_inbox_heads_by_kind,
 ]
 
 

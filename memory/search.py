@@ -24,6 +24,7 @@ The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common wor
     intersects posting lists rather than filtering afterwards.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 import math
 import time
@@ -133,6 +134,16 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
         if found.full:
             break
     return _hits(db, found, parsed)
+
+
+def has_messages_outside(db: apsw.Connection, user_id: int, ids: Collection[int]) -> bool:
+    """Whether the user has a message whose id is not in `ids`: reads at most len(ids) + 1 ids
+    of the user's posting list in the scope column, however many messages they have."""
+    rows = db.execute(
+        "select rowid from messages_fts where messages_fts match ? limit ?",
+        ("{scope}: " + all_of(Scope(user_id=user_id).tokens()), len(ids) + 1),
+    )
+    return any(row[0] not in ids for row in rows)
 
 
 def _run_stages(db: apsw.Connection, found: _Found, parsed: ParsedQuery, indexes: list["_Terms"], scope: Scope) -> None:

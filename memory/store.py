@@ -3,7 +3,8 @@
 Every write goes through `_writing()`: a lock (one writer per process) around an apsw
 transaction (`BEGIN IMMEDIATE`, so a second process waits on the busy timeout instead of
 failing half way). A logical write is one transaction; a crash mid-transaction leaves the
-database as it was before it.
+database as it was before it. `transaction()` makes several writes one logical write (the
+agent's turn start, its reply): the writes inside join it instead of committing each.
 
 The store is synchronous on purpose: its calls take micro- to milliseconds, and SQLite wants
 one connection used by one thread at a time. Async callers run long operations (import,
@@ -67,6 +68,7 @@ class MemoryStore:
         self.db = db
         self.path = path
         self._write_lock = threading.RLock()
+        self._depth = 0  # writes open on the holding thread: only the outermost commits
         self._user_ids = _RecentIds()
         self._session_ids = _RecentIds()
         self._trajectories = trajectories.TrajectoryLog()
@@ -88,9 +90,24 @@ class MemoryStore:
         self.close()
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction for every write inside: an error that leaves the block rolls them
+        all back."""
+        with self._writing():
+            yield
+
+    @contextmanager
     def _writing(self) -> Iterator[apsw.Connection]:
         with self._write_lock:
+            if self._depth:  # inside transaction(): its commit or rollback covers this write
+                self._depth += 1
+                try:
+                    yield self.db
+                finally:
+                    self._depth -= 1
+                return
             self.db.execute("begin immediate")
+            self._depth = 1
             try:
                 yield self.db
             except BaseException:
@@ -99,6 +116,8 @@ class MemoryStore:
                 self._user_ids.clear()
                 self._session_ids.clear()
                 raise
+            finally:
+                self._depth = 0
             self.db.execute("commit")
 
     # --- users, identities, sessions -------------------------------------------------
@@ -523,6 +542,11 @@ class MemoryStore:
             until=until,
         )
         return search.search_messages(self.db, text, scope, limit)
+
+    def has_messages_outside(self, user_id: int, ids: Collection[int]) -> bool:
+        """Whether the user has a stored message whose id is not in `ids` (cheap: a search that
+        could only find messages in `ids` need not run)."""
+        return search.has_messages_outside(self.db, user_id, ids)
 
     def _id_or_missing(self, table: str, column: str, value: str | None) -> int | None:
         if value is None:

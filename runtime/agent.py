@@ -45,7 +45,7 @@ from runtime.events import (
     TurnStarted,
 )
 from runtime.inbound import Inbound
-from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall
+from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall, close_model_clients
 from runtime.tools import ApprovalRequest, TerminalRunner, ToolContext, Toolbox, ToolResult
 from runtime.workspaces import Workspaces
 
@@ -100,8 +100,9 @@ class Agent:
 
     async def turn(self, inbound: Inbound) -> AsyncIterator[Event]:
         """Answer one message; yields the turn's events in order (see runtime/events.py)."""
-        session, request_id = self.receive(inbound)
-        episode_id = self.store.start_episode(session.id, session.user_id, inbound.text, request_id)
+        with self.store.transaction():  # the message and its episode are stored together
+            session, request_id = self.receive(inbound)
+            episode_id = self.store.start_episode(session.id, session.user_id, inbound.text, request_id)
         yield TurnStarted(session.key, episode_id)
         turn = _Turn(session, inbound, episode_id, self.plan(session, inbound.text))
         finished = False
@@ -259,11 +260,12 @@ class Agent:
 
     def reply(self, turn: _Turn) -> Replied:
         session = turn.session
-        message_id = self.store.add_message(
-            session_id=session.id, user_id=session.user_id, role="assistant", content=turn.reply
-        )
+        with self.store.transaction():
+            message_id = self.store.add_message(
+                session_id=session.id, user_id=session.user_id, role="assistant", content=turn.reply
+            )
+            self.store.finish_episode(turn.episode_id, "succeeded", message_id)
         turn.messages.append({"role": "assistant", "content": turn.reply})
-        self.store.finish_episode(turn.episode_id, "succeeded", message_id)
         return Replied(turn.reply, message_id, turn.episode_id)
 
     # --- evaluate ---------------------------------------------------------------------------
@@ -313,4 +315,5 @@ class Agent:
     async def close(self) -> None:
         await self.drain()
         await self.workspaces.close()
+        await close_model_clients()
 

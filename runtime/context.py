@@ -6,7 +6,8 @@
 Only the system prompt and the tool schemas are fixed overhead (`fixed_overhead_tokens`);
 everything else is bounded by settings: facts, recalled snippets and history turns are capped.
 Recalled memories come from a search of this user's past messages (never other users'),
-skipping what is already in the recent turns.
+skipping what is already in the recent turns; when the recent turns hold all of them (a new
+user, a short history), there is nothing to recall and no search runs.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def _recall(store: MemoryStore, session: SessionRef, question: str, turns: list[
     if settings.recall_limit <= 0 or not question.strip():
         return []
     shown = {turn.id for turn in turns}
+    if not store.has_messages_outside(session.user_id, shown):  # a short history: all of it is shown
+        return []
     # A few spare hits for those already in the recent turns (the question itself among them).
     hits = store.search(question, user=session.user_handle, limit=settings.recall_limit + RECALL_SPARE)
     lines = []

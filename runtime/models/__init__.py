@@ -1,4 +1,5 @@
-"""Chat models: the planner, executor and judge slots, reached through litellm.
+"""Chat models: the planner, executor and judge slots, reached through litellm (or the openai SDK
+directly, for an OpenAI-compatible server: `openai/...` with an api_base).
 
     model = model_from_slot(config.models.planner)         # the key resolved, or ModelAuthError
     reply = await model.complete(messages, tools)          # ModelReply: text, tool_calls, usage
@@ -6,6 +7,7 @@
         ...
     model.use("ollama/qwen3:8b")                           # `/model` in chat
     count_tokens(messages, tools, model.model)             # offline, for prompt overhead
+    await close_model_clients()                            # at shutdown: the kept-open connections
 
 Any model string litellm knows works (`openai/...`, `anthropic/...`, `ollama/...`,
 `hosted_vllm/...`); `openai/<name>` with `api_base` reaches any OpenAI-compatible server.
@@ -25,6 +27,7 @@ from runtime.models.errors import (
     ModelTimeout,
     ModelUnreachable,
 )
+from runtime.models.openai_compatible import close_clients as close_model_clients
 from runtime.models.replies import ModelReply, StreamEvent, TextDelta, ToolCall, Usage
 from runtime.models.retry import RetryPolicy
 from runtime.models.settings import ModelSettings
@@ -47,6 +50,7 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "Usage",
+    "close_model_clients",
     "count_tokens",
     "model_from_slot",
 ]

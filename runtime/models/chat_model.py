@@ -1,4 +1,6 @@
-"""`ChatModel`: one model slot (planner, executor or judge), called through litellm.
+"""`ChatModel`: one model slot (planner, executor or judge), called through litellm, or through
+the openai SDK directly for an OpenAI-compatible server (`openai/...` with an api_base; see
+openai_compatible.py).
 
 A call walks the chain `[current model, *fallbacks]`. Each model gets up to `retry.max_retries`
 repeats of transient failures (see retry.py), then the next model is tried. When every model
@@ -10,6 +12,7 @@ Invariants:
   retry policy, ours, so that waits are bounded and visible.
 - A stream is retried and failed over only until its first chunk has arrived; after that a
   failure is raised, since text already shown cannot be taken back.
+- litellm is imported only when a model that needs it is tried.
 - Provider exceptions never escape: they become `ModelError`s (provider_errors.py). Anything
   else (a bug) propagates untouched.
 - `use(model)` changes the model for the next call; calls already running keep theirs.
@@ -26,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
+from runtime.models import openai_compatible
 from runtime.models.errors import MAX_MESSAGE_CHARS, ModelError
 from runtime.models.litellm_setup import load_litellm
 from runtime.models.provider_errors import provider_errors, to_model_error
@@ -68,25 +72,22 @@ class ChatModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> ModelReply:
         """One whole reply to `messages` (OpenAI chat format), maybe with calls to `tools`."""
-        litellm = await load_litellm()
         started = time.perf_counter()
 
         async def attempt(model: str) -> ModelReply:
-            response = await litellm.acompletion(**self._arguments(model, messages, tools))
+            response = await self._request(model, messages, tools)
             return reply_from_response(response, model, time.perf_counter() - started)
 
-        return await self._with_fallbacks(litellm, attempt)
+        return await self._with_fallbacks(attempt)
 
     async def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> AsyncIterator[StreamEvent]:
         """`TextDelta`s as the reply's text arrives, then the whole `ModelReply`."""
-        litellm = await load_litellm()
         started = time.perf_counter()
 
         async def open_stream(model: str) -> tuple[str, Any, Any]:
-            arguments = self._arguments(model, messages, tools, stream=True)
-            response = await litellm.acompletion(**arguments)
+            response = await self._request(model, messages, tools, stream=True)
             try:
                 first = await anext(response, None)  # errors surface by the first chunk
             except BaseException:
@@ -94,7 +95,7 @@ class ChatModel:
                 raise
             return model, response, first
 
-        model, response, chunk = await self._with_fallbacks(litellm, open_stream)
+        model, response, chunk = await self._with_fallbacks(open_stream)
         assembler = StreamAssembler()
         failure: ModelError | None = None
         try:
@@ -110,13 +111,12 @@ class ChatModel:
             raise failure
         yield assembler.reply(model, time.perf_counter() - started)
 
-    async def _with_fallbacks(
-        self, litellm: ModuleType, attempt: Callable[[str], Awaitable[T]]
-    ) -> T:
+    async def _with_fallbacks(self, attempt: Callable[[str], Awaitable[T]]) -> T:
         failures: list[ModelError] = []
         for model in self.chain:
             try:
-                check_provider(model, known_providers(litellm))
+                if not openai_compatible.speaks_openai(model, self.settings):
+                    check_provider(model, known_providers(await load_litellm()))
                 return await self._with_retries(model, attempt)
             except ModelError as error:
                 failures.append(error)
@@ -135,6 +135,20 @@ class ChatModel:
             if delay is None:
                 raise error
             await asyncio.sleep(delay)
+
+    async def _request(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        stream: bool = False,
+    ) -> Any:
+        """One provider call: a response, or a stream of chunks (provider exceptions raised)."""
+        if openai_compatible.speaks_openai(model, self.settings):
+            return await openai_compatible.create(model, self.settings, messages, tools, stream=stream)
+        litellm = await load_litellm()
+        return await litellm.acompletion(**self._arguments(model, messages, tools, stream=stream))
 
     def _arguments(
         self,

@@ -10,10 +10,12 @@ a timeout, 408, 409, 429 and 5xx are. Provider text kept in a message is scrubbe
 from __future__ import annotations
 
 import email.utils
+import functools
 import re
 import socket
 import time
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 
 from runtime.models.errors import (
     ModelAuthError,
@@ -27,26 +29,29 @@ from runtime.models.errors import (
 from runtime.models.settings import ModelSettings
 
 TRANSIENT_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
-# litellm prefixes: "litellm.RateLimitError: RateLimitError: OpenAIException - the text".
-_PREFIXES = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
+# litellm's prefixes, "litellm.RateLimitError: RateLimitError: OpenAIException - the text", and the
+# openai SDK's, "Error code: 429 - the text".
+_PREFIXES = re.compile(
+    r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?(?:Error code: \d+ - )?"
+)
 
 
 def provider_errors() -> tuple[type[BaseException], ...]:
     """The exception types a provider call raises for provider trouble (imported late: these
-    modules load with litellm). Anything else is a bug and propagates as it is."""
-    import httpx
+    modules load with the first call). Anything else is a bug and propagates as it is."""
     import openai
 
-    return (openai.APIError, httpx.HTTPError)
+    return (openai.APIError, *(module.HTTPError for module in _httpx_modules()))
 
 
 def to_model_error(exc: BaseException, model: str, settings: ModelSettings) -> ModelError:
-    import httpx
     import openai
 
-    connection_errors = (openai.APIConnectionError, httpx.TransportError)
+    httpx_modules = _httpx_modules()
+    connection_errors = (openai.APIConnectionError, *(module.TransportError for module in httpx_modules))
+    timeouts = (openai.APITimeoutError, *(module.TimeoutException for module in httpx_modules))
     chain = list(_chain(exc))
-    if any(isinstance(link, (openai.APITimeoutError, httpx.TimeoutException)) for link in chain):
+    if any(isinstance(link, timeouts) for link in chain):
         return ModelTimeout(
             f"{model}: no answer from {settings.where} within {settings.timeout_s:g} s",
             model=model,
@@ -82,6 +87,19 @@ def to_model_error(exc: BaseException, model: str, settings: ModelSettings) -> M
         transient=status in TRANSIENT_STATUSES,
         retry_after_s=retry_after,
     )
+
+
+@functools.cache
+def _httpx_modules() -> tuple[ModuleType, ...]:
+    """httpx, and httpx2 where the openai SDK is built on it (a stream cut mid-way raises the
+    HTTP library's own error, unwrapped by the SDK)."""
+    import httpx
+
+    try:
+        import httpx2
+    except ImportError:
+        return (httpx,)
+    return (httpx, httpx2)
 
 
 def _unreachable(chain: list[BaseException], model: str, settings: ModelSettings) -> ModelError:

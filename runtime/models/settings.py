@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from runtime.models.retry import RetryPolicy
 
+LOCAL_SERVER_KEY = "not-needed"  # sent to a keyless local server; it ignores it
+
 
 @dataclass(frozen=True)
 class ModelSettings:

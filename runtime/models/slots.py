@@ -18,9 +18,7 @@ from typing import Protocol
 from runtime.models.chat_model import ChatModel
 from runtime.models.errors import ModelAuthError
 from runtime.models.retry import RetryPolicy
-from runtime.models.settings import ModelSettings
-
-LOCAL_SERVER_KEY = "not-needed"  # sent to a keyless local server; it ignores it
+from runtime.models.settings import LOCAL_SERVER_KEY, ModelSettings
 
 
 class Secret(Protocol):

@@ -429,3 +429,132 @@ def test_validation_error_is_not_chained(tmp_path: Path) -> None:
         load_config(environ={"TEMPER_MODELS__PLANNER__API_KEY_ENV": SECRET})
 
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+# The daemon and its channels --------------------------------------------------------------------
+
+
+def test_daemon_telegram_and_slack_keys_load(tmp_path: Path) -> None:
+    config_file = write(
+        tmp_path / "config.toml",
+        """
+[daemon]
+drain_timeout_s = 0
+concurrency = 8
+approval_timeout_s = 60
+pairing_code_ttl_s = 600
+learner_schedule = "@daily"
+maintenance_schedule = "15 2 * * 1-5"
+inbox_prune_schedule = "*/30 * * * *"
+inbox_retention_days = 0.5
+[telegram]
+enabled = true
+allowed_users = [123456789, 42]
+mode = "webhook"
+base_url = "http://127.0.0.1:8081/"
+webhook_url = "https://bot.example.org/telegram"
+listen_host = "0.0.0.0"
+listen_port = 0
+poll_timeout_s = 300
+[slack]
+enabled = true
+allowed_users = ["U012AB3CD"]
+mode = "http"
+base_url = "http://127.0.0.1:3001/api/"
+listen_port = 65535
+""",
+    )
+    write(tmp_path / "secrets.toml", '[telegram]\nsecret_token = "A-z_0-9"\n', mode=0o600)
+
+    config = load_config(config_file, {})
+
+    daemon, telegram, slack = config.daemon, config.telegram, config.slack
+    assert (daemon.drain_timeout_s, daemon.concurrency, daemon.approval_timeout_s) == (0, 8, 60)
+    assert (daemon.pairing_code_ttl_s, daemon.inbox_retention_days) == (600, 0.5)
+    assert (daemon.learner_schedule, daemon.maintenance_schedule) == ("@daily", "15 2 * * 1-5")
+    assert daemon.inbox_prune_schedule == "*/30 * * * *"
+    assert telegram.allowed_users == [123456789, 42] and telegram.mode == "webhook"
+    assert telegram.base_url == "http://127.0.0.1:8081"  # the trailing slash dropped
+    assert (telegram.listen_host, telegram.listen_port, telegram.poll_timeout_s) == ("0.0.0.0", 0, 300)
+    assert telegram.secret_token is not None and telegram.secret_token.get_secret_value() == "A-z_0-9"
+    assert (slack.mode, slack.base_url, slack.listen_port) == ("http", "http://127.0.0.1:3001/api", 65535)
+
+
+def test_daemon_settings_come_from_the_environment(tmp_path: Path) -> None:
+    config = load_config(
+        write(tmp_path / "config.toml", "[daemon]\nconcurrency = 2\n"),
+        {"TEMPER_DAEMON__CONCURRENCY": "16", "TEMPER_TELEGRAM__ALLOWED_USERS": "[7]", "TEMPER_SLACK__MODE": "http"},
+    )
+
+    assert (config.daemon.concurrency, config.telegram.allowed_users, config.slack.mode) == (16, [7], "http")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[daemon]\nconcurrency = 0\n", "daemon.concurrency: must be a whole number from 1 to 256, got 0"),
+        ('[daemon]\nconcurrency = "four"\n', "daemon.concurrency: must be a whole number from 1 to 256, got 'four'"),
+        ("[daemon]\ndrain_timeout_s = -1\n", "daemon.drain_timeout_s: must be a number of seconds from 0 to 3600, got -1"),
+        (
+            "[daemon]\napproval_timeout_s = 0\n",
+            "daemon.approval_timeout_s: must be a number of seconds above 0 and at most 86400, got 0",
+        ),
+        (
+            "[daemon]\npairing_code_ttl_s = 10\n",
+            "daemon.pairing_code_ttl_s: must be a number of seconds from 60 to 604800 (a week), got 10",
+        ),
+        (
+            '[daemon]\nlearner_schedule = "every night"\n',
+            (
+                "daemon.learner_schedule: must be a cron expression like '0 3 * * *' or '@daily' ('every night': "
+                "a cron expression has 5 fields"
+            ),
+        ),
+        (
+            '[daemon]\nmaintenance_schedule = "0 25 * * *"\n',
+            (
+                "daemon.maintenance_schedule: must be a cron expression like '0 3 * * *' or '@daily' "
+                "(hour '25': must be a number from 0 to 23), got '0 25 * * *'"
+            ),
+        ),
+        (
+            "[daemon]\ninbox_retention_days = 0\n",
+            "daemon.inbox_retention_days: must be a number of days above 0 and at most 3650, got 0",
+        ),
+        ("[daemon]\nworkers = 4\n", "daemon: unknown key 'workers' (known keys: approval_timeout_s, concurrency,"),
+        ('[telegram]\nmode = "push"\n', "telegram.mode: must be 'polling' or 'webhook', got 'push' (set in"),
+        ('[telegram]\nmode = "poling"\n', "telegram.mode: must be 'polling' or 'webhook', got 'poling' (did you mean 'polling'?)"),
+        ("[telegram]\npoll_timeout_s = 0\n", "telegram.poll_timeout_s: must be a whole number of seconds from 1 to 300, got 0"),
+        ("[telegram]\nlisten_port = 70000\n", "telegram.listen_port: must be a port number from 0 to 65535 (0: any free port), got 70000"),
+        (
+            '[telegram]\nbase_url = "api.telegram.org"\n',
+            "telegram.base_url: must be a URL starting with http:// or https://",
+        ),
+        (
+            '[telegram]\nenabled = true\nmode = "webhook"\n',
+            "telegram.webhook_url: must be the public https URL Telegram posts updates to",
+        ),
+        ('[slack]\nmode = "websocket"\n', "slack.mode: must be 'socket' or 'http', got 'websocket' (did you mean 'socket'?)"),
+        ("[slack]\nallowed_users = [123]\n", "slack.allowed_users[0]: must be a list of Slack member ids like ['U012AB3CD'], got 123"),
+        ('[slack]\nlisten_host = ""\n', "slack.listen_host: must be a host name or IP address, got ''"),
+        ('[slack]\nenabled = "sometimes"\n', "slack.enabled: must be true or false, got 'sometimes'"),
+    ],
+)
+def test_a_bad_daemon_or_channel_value_says_what_is_expected(text: str, expected: str, tmp_path: Path) -> None:
+    problems = problems_of(text, tmp_path)
+
+    assert len(problems) == 1
+    assert problems[0].startswith(expected), problems[0]
+    assert "config.toml)" in problems[0]
+
+
+def test_a_webhook_secret_token_with_other_characters_is_refused_and_masked(tmp_path: Path) -> None:
+    config_file = write(tmp_path / "config.toml", "[telegram]\nenabled = true\n")
+    write(tmp_path / "secrets.toml", f'[telegram]\nsecret_token = "{SECRET}!"\n', mode=0o600)
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file, {})
+
+    [problem] = caught.value.problems
+    assert problem.startswith("telegram.secret_token: must be 1 to 256 characters of A-Z, a-z, 0-9, _ and -")
+    assert SECRET not in problem

@@ -78,6 +78,7 @@ async def test_a_dm_is_delivered_then_acknowledged_and_the_reply_lands_in_the_dm
         "text": "An *HTML* tag: `&lt;p&gt;`",
         "thread_ts": None,
         "blocks": None,
+        "metadata": None,
         "ts": None,
     }
     assert ids == [f"D0DM:{slack.posted[-1]['ts']}"]
@@ -277,6 +278,58 @@ async def test_a_long_rate_limit_is_reported_and_a_retry_sends_only_the_rest(
 
     ids = await channel.send(message)
     assert len(ids) == 2 and [post["text"][0] for post in slack.posted] == ["a", "b"]
+
+
+async def new_channel(slack: FakeSlack, inbox: RecordingInbox) -> SlackChannel:
+    """Another channel on the same workspace: a restarted daemon's, which remembers nothing."""
+    channel = SlackChannel(slack.bot_token, app_token=slack.app_token, base_url=slack.base_url)
+    await channel.start(inbox)
+    return channel
+
+
+async def test_a_reply_sent_before_a_restart_is_found_by_its_key_not_posted_again(
+    slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
+) -> None:
+    in_dm = Outgoing(chat_id="D0DM", text="\n\n".join(["a " * 1500, "b " * 1500]), idempotency_key="temper-reply-1")
+    in_thread = Outgoing(chat_id="C0GENERAL", text="threaded", thread_id="1700000000.000001", idempotency_key="temper-reply-2")
+    sent = [await channel.send(in_dm), await channel.send(in_thread)]
+    await channel.send(Outgoing(chat_id="D0DM", text="a later reply", idempotency_key="temper-reply-3"))
+    restarted = await new_channel(slack, inbox)
+    try:
+        found = [await restarted.find_sent(in_dm), await restarted.find_sent(in_thread)]
+        never_sent = await restarted.find_sent(Outgoing(chat_id="D0DM", text="new", idempotency_key="temper-reply-4"))
+    finally:
+        await restarted.stop()
+
+    assert found == sent and len(sent[0]) == 2
+    assert never_sent is None
+    assert slack.posted[0]["metadata"] == {"event_type": "temper_reply", "event_payload": {"key": "temper-reply-1", "part": 0}}
+    assert "conversations.history" in slack.calls and "conversations.replies" in slack.calls
+
+
+async def test_a_reply_cut_short_by_a_restart_posts_only_its_missing_parts(
+    slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
+) -> None:
+    message = Outgoing(chat_id="D0DM", text="\n\n".join(["a " * 1500, "b " * 1500]), idempotency_key="temper-reply-1")
+    await channel.send(Outgoing(chat_id="D0DM", text="a " * 1500, idempotency_key="temper-reply-1"))  # part 0 only
+    restarted = await new_channel(slack, inbox)
+    try:
+        assert await restarted.find_sent(message) is None
+        ids = await restarted.send(message)
+    finally:
+        await restarted.stop()
+
+    assert [post["text"][0] for post in slack.posted] == ["a", "b"]
+    assert ids == [f"D0DM:{post['ts']}" for post in slack.posted]
+
+
+async def test_a_lookup_slack_refuses_means_the_reply_is_sent_again(
+    slack: FakeSlack, channel: SlackChannel
+) -> None:
+    message = Outgoing(chat_id="C0GENERAL", text="hi", idempotency_key="temper-reply-1")
+    slack.fail("conversations.history", "missing_scope")
+
+    assert await channel.find_sent(message) is None
 
 
 async def test_a_revoked_bot_token_is_fatal_at_start(slack: FakeSlack, inbox: RecordingInbox) -> None:

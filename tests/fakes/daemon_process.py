@@ -129,6 +129,11 @@ class DaemonProcess:
         if self.process is not None and self.process.poll() is None:
             self.kill()
 
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
     def rss_bytes(self) -> int:
         """The child's resident memory now (Linux /proc)."""
         assert self.process is not None

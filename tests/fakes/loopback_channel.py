@@ -156,8 +156,10 @@ class LoopbackChannel:
         )
         return [f"out-{row.lastrowid}"]
 
-    async def find_sent(self, idempotency_key: str) -> list[str] | None:
-        rows = self._platform().execute("select id from sent where key = ? order by id", (idempotency_key,)).fetchall()
+    async def find_sent(self, message: Outgoing) -> list[str] | None:
+        rows = self._platform().execute(
+            "select id from sent where key = ? order by id", (message.idempotency_key,)
+        ).fetchall()
         return [f"out-{row[0]}" for row in rows] or None
 
     async def ask_approval(self, prompt: ApprovalPrompt) -> None:

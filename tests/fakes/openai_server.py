@@ -60,7 +60,8 @@ class FakeOpenAI:
 
     Records, in arrival order: `requests` (chat request bodies), `request_headers` (their headers,
     names lower-cased), `unanswered` (models of requests that found no reply), `handled` (requests
-    of any kind) and `time_inside_s` (seconds spent answering them, all together).
+    of any kind), `connections` (TCP connections accepted) and `time_inside_s` (seconds spent
+    answering them, all together).
     """
 
     def __init__(self) -> None:
@@ -68,6 +69,7 @@ class FakeOpenAI:
         self.request_headers: list[dict[str, str]] = []
         self.unanswered: list[str] = []
         self.handled = 0
+        self.connections = 0
         self.time_inside_s = 0.0
         self._lock = threading.Lock()
         self._shared: deque[ScriptedReply] = deque()
@@ -291,6 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         with self.server.connections_lock:
             self.server.connections.add(self.connection)
+            self.server.fake.connections += 1
 
     def finish(self) -> None:
         with self.server.connections_lock:

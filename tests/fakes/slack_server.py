@@ -10,9 +10,16 @@ private file downloads, for tests and benchmarks.
 
 Web API (`{base_url}{method}`, JSON or form bodies, token as `Authorization: Bearer`):
 `auth.test`, `chat.postMessage`, `chat.update`, `reactions.add`, `reactions.remove`,
-`apps.connections.open` (app token; answers `ws://127.0.0.1:P/link/?ticket=N`). A wrong token gets
-`invalid_auth`, an unknown method `unknown_method`, both with HTTP 200 as Slack does.
-`fail(method, error, status=429, retry_after=2)` scripts the next answers of a method.
+`conversations.history`, `conversations.replies`, `apps.connections.open` (app token; answers
+`ws://127.0.0.1:P/link/?ticket=N`). A wrong token gets `invalid_auth`, an unknown method
+`unknown_method`, both with HTTP 200 as Slack does. `fail(method, error, status=429,
+retry_after=2)` scripts the next answers of a method.
+
+History holds what was posted through the Web API (people's messages arrive as events only): as
+Slack does, `conversations.history` lists a channel's top-level messages newest first and
+`conversations.replies` a thread, its parent first, both up to `limit` (default 100), and a
+message's `metadata` (chat.postMessage's `{"event_type", "event_payload"}`) only with
+`include_all_metadata`.
 
 Socket Mode: each connection gets a `hello`; `push(kind, payload)` sends an envelope on the newest
 live connection (waiting for one), and what the client answers with the envelope's id is recorded
@@ -27,7 +34,7 @@ Files: `add_file(name, content)` stores a file and returns the file object a `me
 carries; `url_private` serves it only with the bot token.
 
 Records (read them from any thread): `calls` (every Web API method, in order), `posted`
-(chat.postMessage: channel, text, thread_ts, blocks and the ts given), `updated`, `reactions`
+(chat.postMessage: channel, text, thread_ts, blocks, metadata and the ts given), `updated`, `reactions`
 (("add" | "remove", channel, timestamp, name)), `envelopes` (pushed), `acks` (envelope id -> the
 client's answer), `connections` (websockets accepted), `downloads` (file ids served).
 
@@ -43,7 +50,7 @@ import json
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -70,6 +77,8 @@ _METHODS = {  # Web API method -> the FakeSlack method that answers it
     "chat.update": "_update",
     "reactions.add": "_reaction_add",
     "reactions.remove": "_reaction_remove",
+    "conversations.history": "_history",
+    "conversations.replies": "_replies",
     "apps.connections.open": "_open_connection",
 }
 
@@ -157,6 +166,7 @@ class FakeSlack:
     async def _serve(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # conversations.* reads are GETs
         app.router.add_get("/link/", self._socket)
         app.router.add_get("/files-pri/{file_id}/{name}", self._file)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -313,11 +323,39 @@ class FakeSlack:
             "text": params.get("text", ""),
             "thread_ts": params.get("thread_ts"),
             "blocks": _json_field(params.get("blocks")),
+            "metadata": _json_field(params.get("metadata")),
             "ts": ts,
         }
         with self._lock:
             self.posted.append(record)
         return {"channel": params["channel"], "ts": ts, "message": {"text": record["text"], "ts": ts}}
+
+    def _history(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            top = [post for post in self.posted if post["channel"] == params["channel"] and not post["thread_ts"]]
+        return self._listing(reversed(top), params)
+
+    def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = params["ts"]
+        with self._lock:
+            found = [
+                post
+                for post in self.posted
+                if post["channel"] == params["channel"] and thread in (post["ts"], post["thread_ts"])
+            ]
+        return self._listing(found, params)
+
+    def _listing(self, posts: Iterable[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        with_metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        messages = []
+        for post in itertools.islice(posts, int(params.get("limit") or 100)):
+            message = {"type": "message", "user": slack_wire.BOT_USER_ID, "text": post["text"], "ts": post["ts"]}
+            if post["thread_ts"]:
+                message["thread_ts"] = post["thread_ts"]
+            if with_metadata and post["metadata"]:
+                message["metadata"] = post["metadata"]
+            messages.append(message)
+        return {"messages": messages, "has_more": False}
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:
         record = {

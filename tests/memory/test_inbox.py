@@ -42,6 +42,14 @@ def test_lanes_are_handed_out_head_first_and_one_at_a_time(store: MemoryStore) -
     assert head_ids(store) == [a2, b1]
 
 
+def test_a_lane_s_head_of_another_kind_holds_the_items_behind_it(store: MemoryStore) -> None:
+    press, message, other = put(store, "p1", "A", kind="button"), put(store, "a1", "A"), put(store, "b1", "B")
+    assert head_ids(store, kinds=("message",)) == [other]
+    assert head_ids(store, kinds=("button", "reaction")) == [press]
+    store.finish_inbox_item(press, "done")
+    assert head_ids(store, kinds=("message",)) == [message, other]
+
+
 def test_a_deferred_item_holds_its_lane_until_due_or_failed(store: MemoryStore) -> None:
     a1, a2, b1 = put(store, "a1", "A"), put(store, "a2", "A"), put(store, "b1", "B")
     assert store.defer_inbox_item(a1, 60, "RuntimeError: boom", max_attempts=3) is False

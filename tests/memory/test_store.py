@@ -103,3 +103,32 @@ def test_maintenance_runs_and_stats_count(store: MemoryStore) -> None:
     assert stats.text_bytes == sum(len(f"message number {i} about gardening") for i in range(50))
     assert stats.wal_bytes == 0  # truncated by the checkpoint
     fts_integrity(store)
+
+
+def test_writes_in_one_transaction_are_stored_together_or_not_at_all(store: MemoryStore) -> None:
+    user_id = store.ensure_user("ana")
+    session_id = store.ensure_session("s1", user_id=user_id)
+    with store.transaction():
+        message_id = store.add_message(session_id=session_id, user_id=user_id, role="user", content="hello")
+        episode_id = store.start_episode(session_id, user_id, "hello", message_id)
+    assert store.episode(episode_id).status == "running" and store.get_message(message_id).content == "hello"
+
+    with pytest.raises(RuntimeError, match="crash"), store.transaction():
+        store.add_message(session_id=session_id, user_id=user_id, role="user", content="lost")
+        store.start_episode(session_id, user_id, "lost")
+        raise RuntimeError("crash between the writes")
+    assert [m.content for m in store.recent_messages(session_id)] == ["hello"]
+    assert store.latest_episode(session_id).id == episode_id
+    store.add_message(session_id=session_id, user_id=user_id, role="user", content="later")  # the store still writes
+    assert store.stats().messages == 2
+
+
+def test_users_have_messages_outside_a_set_of_ids(store: MemoryStore) -> None:
+    first, second = add(store, "one"), add(store, "two")
+    other = add(store, "three", user="ben", session="s2")
+    ana = store.user_id("ana")
+    assert ana is not None
+    assert not store.has_messages_outside(ana, {first, second})
+    assert store.has_messages_outside(ana, {second, other})
+    assert store.has_messages_outside(ana, set())
+    assert not store.has_messages_outside(12345, set())

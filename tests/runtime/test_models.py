@@ -1,5 +1,9 @@
 """runtime.models against a scripted OpenAI-compatible server on 127.0.0.1, through the real
-litellm and openai clients (litellm is imported once per session, by the first test)."""
+litellm and openai clients (litellm is imported once per session, by the first test).
+
+Tests that call a model run twice, once per route to the server: `openai/...` with an api_base
+goes through the openai SDK directly (openai_compatible.py), `custom_openai/...` through litellm
+(which calls the same server the same way)."""
 
 from __future__ import annotations
 
@@ -26,9 +30,11 @@ from runtime.models import (
     RetryPolicy,
     TextDelta,
     ToolCall,
+    close_model_clients,
     count_tokens,
     model_from_slot,
 )
+from runtime.models.provider_errors import provider_errors, to_model_error
 from tests.fakes import FakeOpenAI
 
 pytestmark = [
@@ -57,9 +63,15 @@ TOOLS = [
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
 
 
-def chat_model(server: FakeOpenAI, **changes: Any) -> ChatModel:
+@pytest.fixture(params=["openai", "custom_openai"], ids=["direct", "litellm"])
+def route(request: pytest.FixtureRequest) -> str:
+    """The provider part of the model strings: which way the call goes (module docstring)."""
+    return str(request.param)
+
+
+def chat_model(server: FakeOpenAI, route: str, **changes: Any) -> ChatModel:
     settings = ModelSettings(
-        model="openai/a",
+        model=f"{route}/a",
         api_base=server.base_url,
         api_key=KEY,
         api_key_env="PLANNER_KEY",
@@ -89,14 +101,14 @@ def assert_one_clean_line(error: BaseException) -> None:
 # Replies ------------------------------------------------------------------------------------
 
 
-async def test_complete_returns_text_usage_and_sends_the_settings(server: FakeOpenAI) -> None:
+async def test_complete_returns_text_usage_and_sends_the_settings(server: FakeOpenAI, route: str) -> None:
     server.enqueue(text="Hi! How can I help?", prompt_tokens=12, completion_tokens=6)
 
-    reply = await chat_model(server).complete(HELLO)
+    reply = await chat_model(server, route).complete(HELLO)
 
     assert reply.text == "Hi! How can I help?"
     assert reply.tool_calls == () and reply.finish_reason == "stop"
-    assert reply.model == "openai/a"
+    assert reply.model == f"{route}/a"
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (12, 6)
     assert reply.latency_s > 0
     sent = server.requests[0]
@@ -106,7 +118,7 @@ async def test_complete_returns_text_usage_and_sends_the_settings(server: FakeOp
     assert server.request_headers[0]["authorization"] == f"Bearer {KEY}"
 
 
-async def test_complete_returns_tool_calls_and_sends_the_tools(server: FakeOpenAI) -> None:
+async def test_complete_returns_tool_calls_and_sends_the_tools(server: FakeOpenAI, route: str) -> None:
     server.enqueue(
         tool_calls=[
             {"name": "terminal_task", "arguments": {"query": "count the files"}},
@@ -114,7 +126,7 @@ async def test_complete_returns_tool_calls_and_sends_the_tools(server: FakeOpenA
         ]
     )
 
-    reply = await chat_model(server).complete(HELLO, TOOLS)
+    reply = await chat_model(server, route).complete(HELLO, TOOLS)
 
     assert server.requests[0]["tools"] == TOOLS
     assert reply.finish_reason == "tool_calls" and reply.text == ""
@@ -125,10 +137,10 @@ async def test_complete_returns_tool_calls_and_sends_the_tools(server: FakeOpenA
     assert reply.to_message()["tool_calls"][0] == first.to_message()
 
 
-async def test_stream_yields_text_deltas_in_order_then_the_reply(server: FakeOpenAI) -> None:
+async def test_stream_yields_text_deltas_in_order_then_the_reply(server: FakeOpenAI, route: str) -> None:
     server.enqueue(text=["Hel", "lo, ", "wor", "ld!"])
 
-    events = [event async for event in chat_model(server).stream(HELLO)]
+    events = [event async for event in chat_model(server, route).stream(HELLO)]
 
     assert events[:-1] == [TextDelta("Hel"), TextDelta("lo, "), TextDelta("wor"), TextDelta("ld!")]
     reply = events[-1]
@@ -138,7 +150,7 @@ async def test_stream_yields_text_deltas_in_order_then_the_reply(server: FakeOpe
     assert server.requests[0]["stream_options"] == {"include_usage": True}
 
 
-async def test_stream_assembles_tool_calls_from_their_deltas(server: FakeOpenAI) -> None:
+async def test_stream_assembles_tool_calls_from_their_deltas(server: FakeOpenAI, route: str) -> None:
     server.enqueue(
         text="Let me look.",
         tool_calls=[
@@ -147,7 +159,7 @@ async def test_stream_assembles_tool_calls_from_their_deltas(server: FakeOpenAI)
         ],
     )
 
-    events = [event async for event in chat_model(server).stream(HELLO, TOOLS)]
+    events = [event async for event in chat_model(server, route).stream(HELLO, TOOLS)]
 
     reply = events[-1]
     assert isinstance(reply, ModelReply)
@@ -164,24 +176,24 @@ async def test_stream_assembles_tool_calls_from_their_deltas(server: FakeOpenAI)
 # Retries and fallbacks ----------------------------------------------------------------------
 
 
-async def test_stream_is_retried_until_its_first_chunk(server: FakeOpenAI) -> None:
+async def test_stream_is_retried_until_its_first_chunk(server: FakeOpenAI, route: str) -> None:
     server.enqueue(error=503)
     server.enqueue(text="second try")
 
-    events = [event async for event in chat_model(server).stream(HELLO)]
+    events = [event async for event in chat_model(server, route).stream(HELLO)]
 
     assert [request["stream"] for request in server.requests] == [True, True]
     reply = events[-1]
-    assert isinstance(reply, ModelReply) and (reply.text, reply.model) == ("second try", "openai/a")
+    assert isinstance(reply, ModelReply) and (reply.text, reply.model) == ("second try", f"{route}/a")
 
 
-async def test_rate_limit_waits_for_retry_after_then_succeeds(server: FakeOpenAI) -> None:
+async def test_rate_limit_waits_for_retry_after_then_succeeds(server: FakeOpenAI, route: str) -> None:
     server.enqueue(error=429, retry_after=0.3)
     server.enqueue(text="made it")
     slow_backoff = RetryPolicy(max_retries=3, base_delay_s=10.0)  # so only Retry-After fits
 
     started = time.perf_counter()
-    reply = await chat_model(server, retry=slow_backoff).complete(HELLO)
+    reply = await chat_model(server, route, retry=slow_backoff).complete(HELLO)
     waited = time.perf_counter() - started
 
     assert reply.text == "made it"
@@ -189,69 +201,108 @@ async def test_rate_limit_waits_for_retry_after_then_succeeds(server: FakeOpenAI
     assert 0.3 <= waited < 1.5
 
 
-async def test_rate_limit_on_every_retry_raises_rate_limited(server: FakeOpenAI) -> None:
+async def test_rate_limit_on_every_retry_raises_rate_limited(server: FakeOpenAI, route: str) -> None:
     for _ in range(3):
         server.enqueue(error=429, retry_after=0.01, message="Rate limit reached for requests")
 
     with pytest.raises(ModelRateLimited) as caught:
-        await chat_model(server, retry=replace(FAST_RETRY, max_retries=2)).complete(HELLO)
+        await chat_model(server, route, retry=replace(FAST_RETRY, max_retries=2)).complete(HELLO)
 
     assert len(server.requests) == 3
     assert "429" in str(caught.value) and "Rate limit reached" in str(caught.value)
     assert_one_clean_line(caught.value)
 
 
-async def test_server_errors_exhaust_retries_then_the_fallback_answers(server: FakeOpenAI) -> None:
+async def test_server_errors_exhaust_retries_then_the_fallback_answers(server: FakeOpenAI, route: str) -> None:
     for _ in range(4):
         server.enqueue(error=500, model="a")
     server.enqueue(text="fallback here", model="b")
 
-    reply = await chat_model(server, fallbacks=("openai/b",)).complete(HELLO)
+    reply = await chat_model(server, route, fallbacks=(f"{route}/b",)).complete(HELLO)
 
-    assert reply.model == "openai/b" and reply.text == "fallback here"
+    assert reply.model == f"{route}/b" and reply.text == "fallback here"
     assert [request["model"] for request in server.requests] == ["a"] * 4 + ["b"]
 
 
-async def test_every_model_failing_raises_the_first_models_error(server: FakeOpenAI) -> None:
+async def test_every_model_failing_raises_the_first_models_error(server: FakeOpenAI, route: str) -> None:
     server.enqueue(error=400, message="context length exceeded", model="a")
     server.enqueue(error=503, model="b")
     server.enqueue(error=503, model="b")
 
-    model = chat_model(server, fallbacks=("openai/b",), retry=replace(FAST_RETRY, max_retries=1))
+    model = chat_model(server, route, fallbacks=(f"{route}/b",), retry=replace(FAST_RETRY, max_retries=1))
     with pytest.raises(ModelResponseError) as caught:
         await model.complete(HELLO)
 
     assert caught.value.status == 400  # a client error is not repeated
     assert [request["model"] for request in server.requests] == ["a", "b", "b"]
-    assert "context length exceeded" in str(caught.value) and "then openai/b: HTTP 503" in str(
+    assert "context length exceeded" in str(caught.value) and f"then {route}/b: HTTP 503" in str(
         caught.value
     )
     assert_one_clean_line(caught.value)
 
 
-async def test_use_switches_the_model_for_the_next_call(server: FakeOpenAI) -> None:
-    model = chat_model(server)
-    model.use("openai/c")
+async def test_use_switches_the_model_for_the_next_call(server: FakeOpenAI, route: str) -> None:
+    model = chat_model(server, route)
+    model.use(f"{route}/c")
     server.enqueue(text="c speaking", model="c")
 
     reply = await model.complete(HELLO)
 
-    assert (model.model, reply.model, server.requests[0]["model"]) == ("openai/c", "openai/c", "c")
+    assert (model.model, reply.model, server.requests[0]["model"]) == (f"{route}/c", f"{route}/c", "c")
     with pytest.raises(ModelError, match="provider/name"):
         model.use("gpt 4")
+
+
+# The direct route's clients -----------------------------------------------------------------
+
+
+async def test_calls_to_one_server_share_one_kept_open_connection(server: FakeOpenAI) -> None:
+    for _ in range(3):
+        server.enqueue(text="ok")
+    planner, judge = chat_model(server, "openai"), chat_model(server, "openai")
+
+    await planner.complete(HELLO)
+    await judge.complete(HELLO)
+    await planner.complete(HELLO)
+
+    assert (server.handled, server.connections) == (3, 1)
+
+
+async def test_closed_clients_are_made_again_on_the_next_call(server: FakeOpenAI) -> None:
+    server.enqueue(text="before")
+    server.enqueue(text="after")
+    model = chat_model(server, "openai")
+
+    await model.complete(HELLO)
+    await close_model_clients()
+    reply = await model.complete(HELLO)
+
+    assert reply.text == "after" and server.connections == 2
+
+
+def test_a_stream_cut_by_the_http_library_is_a_lost_connection() -> None:
+    settings = ModelSettings(model="openai/a", api_base="http://127.0.0.1:9/v1")
+    for module in ("httpx", "httpx2"):
+        library = pytest.importorskip(module)
+        cut = library.RemoteProtocolError("peer closed connection without sending complete message body")
+
+        error = to_model_error(cut, "openai/a", settings)
+
+        assert isinstance(error, ModelUnreachable) and error.transient
+        assert isinstance(cut, provider_errors())
 
 
 # Failures explained -------------------------------------------------------------------------
 
 
-async def test_an_unknown_provider_fails_over_without_a_request(server: FakeOpenAI) -> None:
+async def test_an_unknown_provider_fails_over_without_a_request(server: FakeOpenAI, route: str) -> None:
     server.enqueue(text="known", model="b")
 
-    reply = await chat_model(server, model="nosuch/a", fallbacks=("openai/b",)).complete(HELLO)
+    reply = await chat_model(server, route, model="nosuch/a", fallbacks=(f"{route}/b",)).complete(HELLO)
 
-    assert reply.model == "openai/b" and len(server.requests) == 1
+    assert reply.model == f"{route}/b" and len(server.requests) == 1
     with pytest.raises(ModelError, match="litellm knows no provider 'nosuch'"):
-        await chat_model(server, model="nosuch/a").complete(HELLO)
+        await chat_model(server, route, model="nosuch/a").complete(HELLO)
     assert len(server.requests) == 1
 
 
@@ -266,9 +317,9 @@ def test_missing_key_without_api_base_names_the_variable() -> None:
 
 
 async def test_slot_keys_come_from_the_slot_the_environment_or_a_placeholder(
-    server: FakeOpenAI,
+    server: FakeOpenAI, route: str
 ) -> None:
-    base = {"model": "openai/a", "api_base": server.base_url}
+    base = {"model": f"{route}/a", "api_base": server.base_url}
     slots = [
         (ModelSlot(**base, api_key=SecretStr(KEY)), {}),
         (ModelSlot(**base, api_key_env="MY_KEY"), {"MY_KEY": "sk-from-env-123456"}),
@@ -282,30 +333,30 @@ async def test_slot_keys_come_from_the_slot_the_environment_or_a_placeholder(
     assert sent == [f"Bearer {KEY}", "Bearer sk-from-env-123456", "Bearer not-needed"]
 
 
-async def test_refused_key_is_an_auth_error_naming_the_variable(server: FakeOpenAI) -> None:
+async def test_refused_key_is_an_auth_error_naming_the_variable(server: FakeOpenAI, route: str) -> None:
     server.enqueue(error=401, message=f"Incorrect API key provided: {KEY}")
 
     with pytest.raises(ModelAuthError) as caught:
-        await chat_model(server).complete(HELLO)
+        await chat_model(server, route).complete(HELLO)
 
     assert "refused the API key" in str(caught.value) and "PLANNER_KEY" in str(caught.value)
     assert len(server.requests) == 1  # not retried
     assert_one_clean_line(caught.value)
 
 
-async def test_the_key_never_appears_in_error_text(server: FakeOpenAI) -> None:
+async def test_the_key_never_appears_in_error_text(server: FakeOpenAI, route: str) -> None:
     server.enqueue(error=500, message=f"upstream said: Bearer {KEY}\nTraceback: ...")
 
     with pytest.raises(ModelResponseError) as caught:
-        await chat_model(server, retry=replace(FAST_RETRY, max_retries=0)).complete(HELLO)
+        await chat_model(server, route, retry=replace(FAST_RETRY, max_retries=0)).complete(HELLO)
 
     assert "upstream said" in str(caught.value)
     assert_one_clean_line(caught.value)
 
 
-async def test_a_closed_port_is_unreachable_at_once() -> None:
+async def test_a_closed_port_is_unreachable_at_once(route: str) -> None:
     api_base = f"http://127.0.0.1:{closed_port()}/v1"
-    model = ChatModel(ModelSettings(model="openai/a", api_base=api_base, api_key=KEY))
+    model = ChatModel(ModelSettings(model=f"{route}/a", api_base=api_base, api_key=KEY))
 
     started = time.perf_counter()
     with pytest.raises(ModelUnreachable) as caught:
@@ -316,9 +367,9 @@ async def test_a_closed_port_is_unreachable_at_once() -> None:
     assert_one_clean_line(caught.value)
 
 
-async def test_a_slow_server_times_out(server: FakeOpenAI) -> None:
+async def test_a_slow_server_times_out(server: FakeOpenAI, route: str) -> None:
     server.enqueue(text="too late", delay=1.0)
-    model = chat_model(server, timeout_s=0.2, retry=replace(FAST_RETRY, max_retries=0))
+    model = chat_model(server, route, timeout_s=0.2, retry=replace(FAST_RETRY, max_retries=0))
 
     started = time.perf_counter()
     with pytest.raises(ModelTimeout, match=r"within 0\.2 s"):
