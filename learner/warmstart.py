@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 import json
 from pathlib import Path
+import time
 
 from memory import MemoryStore
 from runtime.executor import LocalBackend, LocalModel
@@ -33,6 +34,7 @@ class WarmStartSettings:
     patience: int = 3
     min_epochs: int = 10  # before this, a flat curve (often all zeros early on) stops nothing
     evaluation: ReplaySettings = field(default_factory=ReplaySettings)
+    deadline: float | None = None  # time.time() after which no new epoch starts
 
 
 @dataclass
@@ -93,6 +95,8 @@ async def warm_start(
             best.update(success=success, epoch=report.epoch)
             policy.save_model(best_dir)  # the weights at their best so far
         best["stale"] = 0 if improved else best["stale"] + 1
+        if settings.deadline is not None and time.time() > settings.deadline:
+            return True
         return report.epoch >= settings.min_epochs and best["stale"] >= settings.patience
 
     await asyncio.to_thread(sft, base, examples(train), settings.sft, on_epoch=after_epoch)

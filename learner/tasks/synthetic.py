@@ -7,7 +7,8 @@ to task shapes the learner never trained on. The default held-out families are r
 different: each recombines pieces the training families teach (copy_into_dir = copy_file's
 `cp` + move_into_dir's "into the directory"; count_matches = grep_lines + count_lines; ...),
 so a model that learned the action format and the shell idioms can solve them, and one that
-memorised training commands cannot.
+memorised training commands cannot. `GRID_FAMILIES` / `GRID_HELDOUT` are the subset
+`temper quickstart` uses: held-out families that are the missing cells of trained grids.
 
 Tasks come out in curriculum order (difficulty, then family, then index). The same seed gives
 the same tasks; a family's tasks depend only on the seed and the family's name, so adding a
@@ -24,8 +25,22 @@ from learner.tasks.task import Task, TaskError
 
 FAMILY_NAMES: tuple[str, ...] = tuple(family.name for family in FAMILIES)
 DEFAULT_HELDOUT: frozenset[str] = frozenset(
-    {"copy_into_dir", "create_in_dir", "count_matches", "replace_to_file", "count_unique"}
-)
+    {
+        "copy_into_dir", "create_in_dir", "count_matches", "replace_to_file", "count_unique",
+        "uppercase_append", "count_words_append",
+    }
+)  # fmt: skip
+# The grids `temper quickstart` learns on: families that cross an operation with a form of the
+# command (copy or move x to a file or into a directory; sort, first lines, uppercase, count
+# lines or words x write or append). The held-out families are cells missing from a grid whose
+# other cells are trained, so a model that learned the pieces can solve them; a model that
+# memorised whole commands cannot. A tiny model trained from scratch gets some of them right.
+GRID_FAMILIES: tuple[str, ...] = (
+    "copy_file", "rename_file", "move_into_dir", "copy_into_dir",
+    "sort_lines", "head_lines", "uppercase", "count_lines", "count_words",
+    "sort_append", "head_append", "count_lines_append", "uppercase_append", "count_words_append",
+)  # fmt: skip
+GRID_HELDOUT: frozenset[str] = frozenset({"copy_into_dir", "uppercase_append", "count_words_append"})
 TIMEOUT_S = 10.0
 _DRAWS_PER_TASK = 50  # tries for a task unlike the family's earlier ones
 

@@ -145,6 +145,17 @@ def copy_file(rng: random.Random) -> Draft:
     )
 
 
+def rename_file(rng: random.Random) -> Draft:
+    source, target = _names(rng, STEMS, 2)
+    lines = _phrases(rng, rng.randint(2, 4))
+    return Draft(
+        f"Move the file {source} to {target}.",
+        {source: file_text(lines)},
+        all_of(absent(source), text_is(target, lines)),
+        f"mv {source} {target}",
+    )
+
+
 def move_into_dir(rng: random.Random) -> Draft:
     name = _names(rng, STEMS, 1)[0]
     directory, files = _dir_with_file(rng, name)
@@ -177,6 +188,19 @@ def create_in_dir(rng: random.Random) -> Draft:
         files,
         text_is(f"{directory}/{name}", [word]),
         f"echo {word} > {directory}/{name}",
+    )
+
+
+def append_in_dir(rng: random.Random) -> Draft:
+    name, word = _names(rng, STEMS, 1)[0], rng.choice(WORDS)
+    directory, files = _dir_with_file(rng, name)
+    lines = _phrases(rng, rng.randint(2, 4))
+    path = f"{directory}/{name}"
+    return Draft(
+        f"Append the line {word} to the file {path}.",
+        {**files, path: file_text(lines)},
+        text_is(path, [*lines, word]),
+        f"echo {word} >> {path}",
     )
 
 
@@ -226,6 +250,54 @@ def head_lines(rng: random.Random) -> Draft:
         text_is(out, lines[:count]),
         f"head -n {count} {source} > {out}",
     )
+
+
+def _appended(rng: random.Random, what: str, source: str, source_lines: list[str], out: str, result: list[str], command: str) -> Draft:
+    """The append variant of a write-to-a-file family: `out` already holds a line or two and
+    the result goes after them (`command >> out`)."""
+    existing = _phrases(rng, rng.randint(1, 2), most=2)
+    return Draft(
+        f"Append {what} to {out}.",
+        {source: file_text(source_lines), out: file_text(existing)},
+        text_is(out, [*existing, *result]),
+        f"{command} >> {out}",
+    )
+
+
+def sort_append(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines = rng.sample(WORDS, rng.randint(4, 8))
+    while lines == sorted(lines):
+        rng.shuffle(lines)
+    return _appended(rng, f"the lines of {source} in sorted order", source, lines, out, sorted(lines), f"sort {source}")
+
+
+def head_append(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines, count = _phrases(rng, rng.randint(6, 10), most=2), rng.randint(2, 4)
+    return _appended(rng, f"the first {count} lines of {source}", source, lines, out, lines[:count], f"head -n {count} {source}")
+
+
+def uppercase_append(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines = _phrases(rng, rng.randint(2, 4))
+    upper = [line.upper() for line in lines]
+    return _appended(rng, f"the text of {source} in uppercase", source, lines, out, upper, f"tr a-z A-Z < {source}")
+
+
+def count_lines_append(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines = _phrases(rng, rng.randint(3, 12))
+    return _appended(rng, f"the number of lines in {source}", source, lines, out, [str(len(lines))], f"wc -l < {source}")
+
+
+def count_words_append(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines = _phrases(rng, rng.randint(2, 6), most=4)
+    while sum(len(line.split()) for line in lines) == len(lines):  # `wc -l` must not pass
+        lines = _phrases(rng, len(lines), most=4)
+    words = sum(len(line.split()) for line in lines)
+    return _appended(rng, f"the number of words in {source}", source, lines, out, [str(words)], f"wc -w < {source}")
 
 
 def uppercase(rng: random.Random) -> Draft:
@@ -371,14 +443,21 @@ FAMILIES: tuple[Family, ...] = (
     Family("create_file", 1, create_file),
     Family("append_line", 1, append_line),
     Family("copy_file", 1, copy_file),
+    Family("rename_file", 1, rename_file),
     Family("move_into_dir", 1, move_into_dir),
+    Family("append_in_dir", 1, append_in_dir),
     Family("count_lines", 1, count_lines),
     Family("count_words", 1, count_words),
     Family("sort_lines", 1, sort_lines),
     Family("head_lines", 1, head_lines),
     Family("copy_into_dir", 1, copy_into_dir),  # held out: copy_file + move_into_dir
     Family("create_in_dir", 1, create_in_dir),  # held out: create_file + a directory
+    Family("sort_append", 1, sort_append),
+    Family("head_append", 1, head_append),
+    Family("count_lines_append", 1, count_lines_append),
+    Family("count_words_append", 1, count_words_append),  # a grid's missing cell: count_words + appending
     Family("uppercase", 2, uppercase),
+    Family("uppercase_append", 2, uppercase_append),  # a grid's missing cell: uppercase + appending
     Family("grep_lines", 2, grep_lines),
     Family("dedupe_lines", 2, dedupe_lines),
     Family("extract_column", 2, extract_column),

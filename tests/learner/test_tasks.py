@@ -8,6 +8,8 @@ import pytest
 
 from learner.tasks import (
     DEFAULT_HELDOUT,
+    GRID_FAMILIES,
+    GRID_HELDOUT,
     FAMILY_NAMES,
     Task,
     TaskError,
@@ -81,6 +83,26 @@ async def test_a_wrong_attempt_fails() -> None:
     task = synthetic_suite(0, 1, families=["count_lines"])[0]
     wrong = await run_attempt(task, [task.reference[0].replace("wc -l", "wc -w")])
     assert not wrong.passed and "verifier" in wrong.output
+
+
+@pytest.mark.parametrize("family", ["sort_append", "head_append", "count_lines_append", "count_words_append", "uppercase_append"])
+async def test_appending_must_keep_what_the_file_held(family: str) -> None:
+    task = synthetic_suite(0, 1, families=[family])[0]
+    assert " >> " in task.reference[0]
+    overwrite = await run_attempt(task, [task.reference[0].replace(" >> ", " > ")])
+    assert not overwrite.passed
+
+
+def test_grid_heldout_families_are_missing_cells_of_trained_grids() -> None:
+    tasks = synthetic_suite(0, 1, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
+    train = {t.family: t.reference[0] for t in tasks if t.split == "train"}
+    heldout = {t.family: t.reference[0] for t in tasks if t.split == "heldout"}
+    assert set(heldout) == GRID_HELDOUT and GRID_HELDOUT <= set(GRID_FAMILIES)
+    # Each held-out command is made of a trained operation and a trained form of the command.
+    assert heldout["copy_into_dir"].split()[0] == train["copy_file"].split()[0] == "cp"
+    assert train["move_into_dir"].endswith("/") and heldout["copy_into_dir"].endswith("/")
+    assert heldout["uppercase_append"].startswith("tr a-z A-Z <") and train["uppercase"].startswith("tr a-z A-Z <")
+    assert heldout["count_words_append"].startswith("wc -w <") and " >> " in train["count_lines_append"]
 
 
 async def test_reference_actions_are_executor_actions() -> None:
