@@ -33,6 +33,8 @@ class WarmStartSettings:
     sft: SFTSettings = field(default_factory=lambda: SFTSettings(max_epochs=30, learning_rate=3e-3))
     patience: int = 3
     min_epochs: int = 10  # before this, a flat curve (often all zeros early on) stops nothing
+    # ... and nor does a curve that never left zero: there is nothing to stop improving yet
+    # (max_epochs and the deadline still bound it).
     evaluation: ReplaySettings = field(default_factory=ReplaySettings)
     deadline: float | None = None  # time.time() after which no new epoch starts
 
@@ -97,7 +99,8 @@ async def warm_start(
         best["stale"] = 0 if improved else best["stale"] + 1
         if settings.deadline is not None and time.time() > settings.deadline:
             return True
-        return report.epoch >= settings.min_epochs and best["stale"] >= settings.patience
+        started_rising = best["success"] > 0
+        return started_rising and report.epoch >= settings.min_epochs and best["stale"] >= settings.patience
 
     await asyncio.to_thread(sft, base, examples(train), settings.sft, on_epoch=after_epoch)
     return WarmStart(best_dir, curve, int(best["epoch"]), float(best["success"]))

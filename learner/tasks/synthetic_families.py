@@ -104,6 +104,19 @@ def _lines_with(
     return lines
 
 
+def _unsorted_words(rng: random.Random) -> list[str]:
+    """4-8 distinct words, not already in sorted order."""
+    lines = rng.sample(WORDS, rng.randint(4, 8))
+    while lines == sorted(lines):
+        rng.shuffle(lines)
+    return lines
+
+
+def _lines_and_count(rng: random.Random) -> tuple[list[str], int]:
+    """6-10 lines of a word or two, and how many of the first to take (2-4)."""
+    return _phrases(rng, rng.randint(6, 10), most=2), rng.randint(2, 4)
+
+
 def _dir_with_file(rng: random.Random, avoid: str) -> tuple[str, dict[str, str]]:
     directory = rng.choice(DIRS)
     inside = next(n for n in _names(rng, STEMS, 2) if n != avoid)
@@ -230,9 +243,7 @@ def count_words(rng: random.Random) -> Draft:
 
 def sort_lines(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
-    lines = rng.sample(WORDS, rng.randint(4, 8))
-    while lines == sorted(lines):
-        rng.shuffle(lines)
+    lines = _unsorted_words(rng)
     return Draft(
         f"Write the lines of {source} in sorted order to {out}.",
         {source: file_text(lines)},
@@ -243,7 +254,7 @@ def sort_lines(rng: random.Random) -> Draft:
 
 def head_lines(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
-    lines, count = _phrases(rng, rng.randint(6, 10), most=2), rng.randint(2, 4)
+    lines, count = _lines_and_count(rng)
     return Draft(
         f"Write the first {count} lines of {source} to {out}.",
         {source: file_text(lines)},
@@ -266,15 +277,13 @@ def _appended(rng: random.Random, what: str, source: str, source_lines: list[str
 
 def sort_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
-    lines = rng.sample(WORDS, rng.randint(4, 8))
-    while lines == sorted(lines):
-        rng.shuffle(lines)
+    lines = _unsorted_words(rng)
     return _appended(rng, f"the lines of {source} in sorted order", source, lines, out, sorted(lines), f"sort {source}")
 
 
 def head_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
-    lines, count = _phrases(rng, rng.randint(6, 10), most=2), rng.randint(2, 4)
+    lines, count = _lines_and_count(rng)
     return _appended(rng, f"the first {count} lines of {source}", source, lines, out, lines[:count], f"head -n {count} {source}")
 
 

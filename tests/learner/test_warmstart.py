@@ -49,15 +49,19 @@ def test_the_reference_becomes_one_action_that_runs_it_and_ends_the_task() -> No
     assert example.messages[-1] == {"role": "user", "content": task.instruction}
 
 
-async def test_a_flat_curve_stops_after_patience_and_keeps_the_best_epoch(local: LocalModel, tmp_path: Path) -> None:
+async def test_a_curve_that_never_left_zero_stops_nothing_and_the_last_epoch_is_kept(local: LocalModel, tmp_path: Path) -> None:
     train = synthetic_suite(0, 2, families=["count_lines", "sort_lines"], heldout_families=[])
     heldout = synthetic_suite(0, 1, families=["count_words"])
     with MemoryStore.open(tmp_path / "m.db") as store:
         seen: list[tuple[int, float, float]] = []
-        warm = await warm_start(local, train, heldout, store, tmp_path, settings(), on_epoch=lambda *a: seen.append(a))
-    # Random weights, two epochs on four examples: held-out success stays at 0, a flat curve.
-    assert [epoch for epoch, _, _ in warm.curve] == [1, 2] and warm.curve == seen
-    assert warm.best_success == 0.0 and warm.best_epoch == 2  # a tie keeps the later weights
+        warm = await warm_start(
+            local, train, heldout, store, tmp_path, settings(sft=SFTSettings(max_epochs=3, learning_rate=3e-3, examples_per_step=8)),
+            on_epoch=lambda *a: seen.append(a),
+        )  # fmt: skip
+    # Random weights, a few epochs on four examples: held-out success stays at 0. Patience (1)
+    # would stop after epoch 2, but a curve that never rose has nothing to stop improving.
+    assert [epoch for epoch, _, _ in warm.curve] == [1, 2, 3] and warm.curve == seen
+    assert warm.best_success == 0.0 and warm.best_epoch == 3  # a tie keeps the later weights
     assert (warm.model_dir / "config.json").exists() and LocalModel.load(warm.model_dir)
 
 
