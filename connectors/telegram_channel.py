@@ -65,6 +65,7 @@ from connectors.channel import (
     Outgoing,
 )
 from connectors.telegram_format import Entity, Piece, render, split, utf16_len
+from connectors.telegram_request import AiohttpRequest
 from connectors.telegram_updates import PLATFORM, UpdateReader, button_data
 from connectors.telegram_webhook import MalformedUpdate, WebhookListener
 
@@ -120,7 +121,13 @@ class TelegramChannel:
         elif mode != "polling":
             raise ValueError(f"telegram mode {mode!r}: 'polling' or 'webhook'")
         root = base_url.rstrip("/")
-        self._bot = Bot(token, base_url=f"{root}/bot", base_file_url=f"{root}/file/bot")
+        self._bot = Bot(
+            token,
+            base_url=f"{root}/bot",
+            base_file_url=f"{root}/file/bot",
+            request=AiohttpRequest(),
+            get_updates_request=AiohttpRequest(connection_pool_size=1),
+        )
         self._mode = mode
         self._webhook_url, self._secret_token = webhook_url, secret_token
         self._listen = (listen_host, listen_port)

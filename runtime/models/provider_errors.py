@@ -51,7 +51,10 @@ def to_model_error(exc: BaseException, model: str, settings: ModelSettings) -> M
     connection_errors = (openai.APIConnectionError, *(module.TransportError for module in httpx_modules))
     timeouts = (openai.APITimeoutError, *(module.TimeoutException for module in httpx_modules))
     chain = list(_chain(exc))
-    if any(isinstance(link, timeouts) for link in chain):
+    # A refused connection first: an HTTP transport may report it as a connect timeout (the openai
+    # SDK's aiohttp transport raises httpx2.ConnectTimeout over ConnectionRefusedError).
+    refused = any(isinstance(link, ConnectionRefusedError) for link in chain)
+    if not refused and any(isinstance(link, timeouts) for link in chain):
         return ModelTimeout(
             f"{model}: no answer from {settings.where} within {settings.timeout_s:g} s",
             model=model,
