@@ -6,7 +6,7 @@ on what the "platform" received, on rows in the database and on what the model w
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from connectors.supervisor import RestartPolicy
 from memory import MemoryStore
 from runtime import Inbound
 from tests.fakes.loopback_channel import LoopbackChannel, LoopbackPlatform
+from tests.fakes.daemon_setup import base_config, until
 from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -43,18 +44,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def config_file(tmp_path: Path, server: FakeOpenAI) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
-        f'data_dir = "{tmp_path / "data"}"\n[sandbox]\nbackend = "local"\n[executor]\nenabled = false\n'
-        f'[models.planner]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
-        f'[models.judge]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
+        base_config(tmp_path / "data", server.base_url)
     )
     return path
 
@@ -82,14 +75,6 @@ def let_in(config: Config, *users: str, platform: str = "loopback") -> None:
     with MemoryStore.open(config.memory.db_path) as store:
         for user in users:
             store.grant_access(platform, user)
-
-
-async def until(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {condition}")
-        await asyncio.sleep(0.01)
 
 
 @asynccontextmanager

@@ -6,7 +6,7 @@ the way Telegram's servers outlive a bot (tests/fakes/loopback_channel.py)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 import signal
 import subprocess
@@ -18,6 +18,7 @@ import pytest
 
 from memory import MemoryStore
 from tests.fakes.loopback_channel import LoopbackPlatform
+from tests.fakes.daemon_setup import base_config
 from tests.fakes.openai_server import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,18 +41,10 @@ DAEMON = textwrap.dedent(
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def config_file(tmp_path: Path, server: FakeOpenAI) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
-        f'data_dir = "{tmp_path / "data"}"\n[sandbox]\nbackend = "local"\n[executor]\nenabled = false\n'
-        f'[models.planner]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
-        f'[models.judge]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
+        base_config(tmp_path / "data", server.base_url)
     )
     return path
 

@@ -8,7 +8,7 @@ refused while the daemon goes on answering. The channel is built by the daemon f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from connectors.config import Config, load_config
 from connectors.daemon import Daemon, DaemonSettings
 from memory import MemoryStore
 from tests.fakes import slack_wire
+from tests.fakes.daemon_setup import base_config, until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack, post_signed
 
@@ -34,12 +35,6 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack() as fake:
         yield fake
@@ -48,10 +43,8 @@ async def slack() -> AsyncIterator[FakeSlack]:
 def slack_config(tmp_path: Path, server: FakeOpenAI, slack: FakeSlack, slack_table: str = "") -> Config:
     path = tmp_path / "config.toml"
     path.write_text(
-        f'data_dir = "{tmp_path / "data"}"\n[sandbox]\nbackend = "local"\n[executor]\nenabled = false\n'
-        f'[models.planner]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
-        f'[models.judge]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
-        f'[daemon]\ndrain_timeout_s = 5\napproval_timeout_s = 30\n'
+        base_config(tmp_path / "data", server.base_url)
+        + f'[daemon]\ndrain_timeout_s = 5\napproval_timeout_s = 30\n'
         f'[slack]\nenabled = true\nallowed_users = ["{ALICE}"]\nbase_url = "{slack.base_url}"\n{slack_table}'
     )
     secrets = {
@@ -60,13 +53,6 @@ def slack_config(tmp_path: Path, server: FakeOpenAI, slack: FakeSlack, slack_tab
         "TEMPER_SLACK__SIGNING_SECRET": slack.signing_secret,
     }
     return load_config(path, environ=secrets)
-
-
-async def until(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {condition}"
-        await asyncio.sleep(0.01)
 
 
 async def serving(config: Config) -> tuple[Daemon, asyncio.Task[int]]:

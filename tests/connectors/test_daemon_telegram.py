@@ -5,7 +5,7 @@ This is the contract test between connectors/daemon.py and connectors/telegram_c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 import json
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from connectors.daemon import Daemon, DaemonSettings
 from connectors.dispatch import DispatchSettings
 from connectors.telegram_channel import TelegramChannel
 from memory import MemoryStore
+from tests.fakes.daemon_setup import base_config, until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import TOKEN, FakeTelegram
 
@@ -30,12 +31,6 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def telegram() -> Iterator[FakeTelegram]:
     with FakeTelegram() as fake:
         yield fake
@@ -45,19 +40,10 @@ def telegram() -> Iterator[FakeTelegram]:
 def config(tmp_path: Path, server: FakeOpenAI) -> Config:
     path = tmp_path / "config.toml"
     path.write_text(
-        f'data_dir = "{tmp_path / "data"}"\n[sandbox]\nbackend = "local"\n[executor]\nenabled = false\n'
-        f'[telegram]\nenabled = true\nallowed_users = [7]\n'
-        f'[models.planner]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
-        f'[models.judge]\nmodel = "openai/any"\napi_base = "{server.base_url}"\napi_key_env = ""\n'
+        base_config(tmp_path / "data", server.base_url)
+        + f'[telegram]\nenabled = true\nallowed_users = [7]\n'
     )
     return load_config(path, environ={})
-
-
-async def until(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {condition}"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_telegram_conversation_with_an_approval_and_a_reaction(
