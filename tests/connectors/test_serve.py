@@ -19,10 +19,6 @@ from runtime.executor import OpenAIBackend, SamplingParams, build_tiny_model
 from tests.fakes.tiny_model import build_tiny_adapter
 
 MESSAGES = [{"role": "user", "content": "List the files."}]
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
-)
-
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

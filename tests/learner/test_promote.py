@@ -24,12 +24,7 @@ from runtime.executor import (
 )
 from tests.fakes.tiny_model import build_tiny_adapter
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm"),
-    pytest.mark.filterwarnings("ignore:Item .* is using the `ReadOnly` qualifier:UserWarning"),
-    pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
-]
+pytestmark = pytest.mark.anyio  # the warning filters: pyproject.toml
 
 MESSAGES = [
     {"role": "system", "content": "You run shell commands. Answer with one JSON action."},

@@ -25,10 +25,6 @@ from runtime.executor.actions import ActionParseError, parse_action
 
 torch.set_num_threads(1)
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
-)
-
 TASKS = [
     ("Count the lines in data.csv.", "Count the lines.", "wc -l data.csv"),
     ("List the files in the workspace.", "List the files.", "ls -la"),

@@ -24,10 +24,6 @@ from runtime.executor import LocalModel, SamplingParams, build_tiny_model
 
 torch.set_num_threads(1)
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
-]
-
 REPO = Path(__file__).resolve().parents[2]
 ROWS = RowSettings(mask_truncated=False)  # a random tiny model rarely stops by itself
 REWARDS = [1.0, 0.0, 0.0, 1.0]

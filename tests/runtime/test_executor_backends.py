@@ -31,13 +31,7 @@ from runtime.models import ChatModel, ModelSettings, RetryPolicy
 from tests.fakes import FakeOpenAI
 from tests.fakes.tiny_model import build_tiny_adapter
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm"),
-    pytest.mark.filterwarnings("ignore:Item .* is using the `ReadOnly` qualifier:UserWarning"),
-    # peft's own call of a transformers API deprecated for v6: news for peft's authors
-    pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
-]
+pytestmark = pytest.mark.anyio  # the warning filters: pyproject.toml
 
 MESSAGES = [
     {"role": "system", "content": "You run shell commands. Answer with one JSON action."},

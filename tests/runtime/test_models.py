@@ -37,12 +37,7 @@ from runtime.models import (
 from runtime.models.provider_errors import provider_errors, to_model_error
 from tests.fakes import FakeOpenAI
 
-pytestmark = [
-    pytest.mark.anyio,
-    # What runtime.models filters once, at litellm's import; pytest restores filters per test.
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm"),
-    pytest.mark.filterwarnings("ignore:Item .* is using the `ReadOnly` qualifier:UserWarning"),
-]
+pytestmark = pytest.mark.anyio  # the warning filters: pyproject.toml
 
 KEY = "sk-test-0123456789abcdefWXYZ"
 HELLO = [{"role": "user", "content": "hello"}]
