@@ -1,12 +1,19 @@
 """`temper quickstart`: the whole closed loop, offline, on a laptop CPU, in about ten minutes.
 
     build a tiny executor (a small causal LM from a config, a tokenizer trained in process)
-    -> the synthetic task suite (train and held-out families differ)
-    -> warm start: imitate reference solutions until held-out success stops rising (the curve)
-    -> GRPO: replay training tasks through the runtime's executor path in the sandbox, record
-       every call at token level, train on the sampled tokens
-    -> the gate: current vs candidate on the same held-out tasks and seeds; promote or refuse
-    -> held-out success before and after, and the plot's path
+    -> the synthetic task suite: training families, and held-out families that no stage trains on
+       (their tasks split in two: validation picks the warm start's epoch, test measures)
+    -> warm start: imitate reference solutions (of all training families but the verifier-only
+       ones) until validation success stops rising (the curve)
+    -> GRPO: replay training tasks through the runtime's executor path in the sandbox (weighted
+       towards tasks whose attempts differ), record every call at token level, train on the
+       sampled tokens; the verifier-only families are learned here, from their verifiers alone
+    -> the gate: current vs candidate on the same test tasks and seeds; promote or refuse
+    -> test success before and after, and the plot's path
+
+The warm start's best epoch is chosen on validation tasks, never on the test tasks: the maximum
+of a noisy curve measured on the test tasks themselves would overstate the warm start, and any
+later candidate would seem to fall back from it.
 
 Nothing is downloaded. Everything lands in a directory of its own (default: a fresh one under
 the data dir), so it never touches a real executor's versions.
@@ -52,7 +59,7 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     from learner.report import CycleSummary, Progress, write_report
     from learner.sft import SFTSettings
     from learner.policy import LoraSettings
-    from learner.tasks import GRID_FAMILIES, GRID_HELDOUT, Task, synthetic_suite
+    from learner.tasks import GRID_FAMILIES, GRID_HELDOUT, GRID_VERIFIER_ONLY, Task, synthetic_suite
     from learner.train import TrainSettings
     from learner.versions import ExecutorVersions
     from learner.warmstart import WarmStartSettings, warm_start
@@ -72,16 +79,21 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
         tasks = synthetic_suite(seed=seed, per_family=per_family, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
         return [t for t in tasks if t.split == which]
 
-    train, heldout = split(4 if quick else 32, "train"), split(4 if quick else 8, "heldout")
+    train = split(4 if quick else 32, "train")
+    with_reference = [t for t in train if t.family not in GRID_VERIFIER_ONLY]
+    # Distinct tasks of the held-out families, every other one to validation and to test.
+    heldout = split(4 if quick else 16, "heldout")
+    validation, test = heldout[0::2], heldout[1::2]
     evaluation = ReplaySettings(group_size=2 if quick else 4, seed=10_000 + seed, executor=one_turn)
-    say(f"tasks: {len(train)} training ({len({t.family for t in train})} families), "
-        f"{len(heldout)} held-out ({len({t.family for t in heldout})} other families)")  # fmt: skip
+    say(f"tasks: {len(train)} training ({len({t.family for t in train})} families, "
+        f"{len({t.family for t in with_reference})} with reference solutions for the warm start), "
+        f"held-out families {', '.join(sorted(GRID_HELDOUT))}: {len(validation)} validation, {len(test)} test")  # fmt: skip
     model_dir = build_tiny_model(where / "tiny", seed=seed)
     store = MemoryStore.open(where / "memory.db")
     base = LocalModel.load(model_dir)
     say(f"tiny executor built: {model_dir}")
-    untrained = await evaluate(heldout, LocalBackend(base), store, where / "snapshots", evaluation, "untrained")
-    say(f"held-out success, untrained: {untrained.success:.2f}")
+    untrained = await evaluate(test, LocalBackend(base), store, where / "snapshots", evaluation, "untrained")
+    say(f"test success, untrained: {untrained.success:.2f}")
 
     warm_settings = WarmStartSettings(
         sft=SFTSettings(max_epochs=2 if quick else 30, learning_rate=3e-3, examples_per_step=16, seed=seed),
@@ -90,13 +102,12 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
         evaluation=replace(evaluation, group_size=2),
         deadline=warm_deadline,
     )
-    # The curve is measured on every held-out task, twice each: cheap enough per epoch.
-    probe = heldout
+    # The curve is measured on every validation task, twice each: cheap enough per epoch.
     warm = await warm_start(
-        base, train, probe, store, where, warm_settings,
-        on_epoch=lambda epoch, success, loss: say(f"warm start epoch {epoch}: loss {loss:.3f}, held-out success {success:.2f}"),
+        base, with_reference, validation, store, where, warm_settings,
+        on_epoch=lambda epoch, success, loss: say(f"warm start epoch {epoch}: loss {loss:.3f}, validation success {success:.2f}"),
     )  # fmt: skip
-    say(f"warm start: best held-out success {warm.best_success:.2f} at epoch {warm.best_epoch}")
+    say(f"warm start: best validation success {warm.best_success:.2f} at epoch {warm.best_epoch}")
 
     versions = ExecutorVersions(where)
     cycle_settings = CycleSettings(
@@ -115,12 +126,12 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     # candidate whose success is significantly higher; the operator sees both counts.
     gate = replace(
         cycle_settings.gate,
-        min_pairs=min(cycle_settings.gate.min_pairs, len(heldout) * evaluation.group_size),
+        min_pairs=min(cycle_settings.gate.min_pairs, len(test) * evaluation.group_size),
         failure_tolerance=0.02,
     )
     cycle_settings = replace(cycle_settings, gate=gate)
     result = await run_cycle(
-        warm.model_dir, train, heldout, store, where, versions, cycle_settings,
+        warm.model_dir, train, test, store, where, versions, cycle_settings,
         on_iteration=lambda i, reward, m: say(f"GRPO iteration {i}: train reward {reward:.2f}, {m.line()}"),
     )  # fmt: skip
     decision = result.decision
@@ -139,7 +150,7 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
         ),
     )  # fmt: skip
     typer.echo("")
-    typer.echo(f"held-out success: untrained {untrained.success:.2f}, warm start {result.current.success:.2f}, "
+    typer.echo(f"test success (held-out families): untrained {untrained.success:.2f}, warm start {result.current.success:.2f}, "
                f"after GRPO {result.candidate.success:.2f} ({gain * 100:+.1f} points; target +{TARGET_GAIN * 100:.0f})")  # fmt: skip
     typer.echo(f"gate: {'promoted ' + result.version.name if result.version else 'refused'}; "
                f"paired gain {decision.mean_diff:+.3f}, 95% CI [{decision.ci_low:+.3f}, {decision.ci_high:+.3f}]")  # fmt: skip

@@ -3,6 +3,7 @@
     for each iteration:  replay a batch of training tasks G times with the policy being trained
                          (learner/replay.py), build GRPO rows from exactly those episodes
                          (learner/rows.py), take one optimizer step (learner/train.py)
+    (which tasks: learner/task_sampling.py, uniformly or weighted towards tasks whose groups vary)
     then:                replay the frozen held-out tasks with the same seeds for the current
                          executor and the candidate, and let the gate decide (learner/gate.py);
                          promote the candidate's adapter as a new version if it says yes
@@ -28,6 +29,7 @@ from learner.gate import GateDecision, GateSettings, decide
 from learner.promote import promote
 from learner.replay import ReplaySettings, replay
 from learner.rows import RowSettings, build_rows
+from learner.task_sampling import TaskSampler, TaskSampling
 from learner.tasks import Task
 from learner.train import GRPOTrainer, StepMetrics, TrainSettings
 from learner.versions import ExecutorVersions, Version, VersionMeta, model_hash
@@ -37,6 +39,7 @@ from learner.versions import ExecutorVersions, Version, VersionMeta, model_hash
 class CycleSettings:
     iterations: int = 20
     tasks_per_iteration: int = 16
+    task_sampling: TaskSampling = "learnability"  # learner/task_sampling.py
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     evaluation: ReplaySettings = field(default_factory=lambda: ReplaySettings(group_size=4, seed=10_000))
     rows: RowSettings = field(default_factory=RowSettings)
@@ -78,7 +81,7 @@ async def run_cycle(
         LocalModel.load(model_dir), settings.train, work_dir / "checkpoints", start_adapter=start_adapter
     )
     policy = LocalBackend(trainer.policy.sampler)
-    rng = random.Random(settings.seed)
+    sampler = TaskSampler(train, settings.task_sampling, random.Random(settings.seed))
     steps: list[StepMetrics] = []
     rewards: list[tuple[int, float]] = []
     # A cycle interrupted and started again in the same directory resumes from its checkpoint.
@@ -86,11 +89,12 @@ async def run_cycle(
         if settings.deadline is not None and time.time() > settings.deadline:
             break
         started = time.time()
-        batch = rng.sample(list(train), min(settings.tasks_per_iteration, len(train)))
+        batch = sampler.draw(settings.tasks_per_iteration)
         attempts = await replay(
             batch, policy, store, work_dir / "snapshots",
             replace(settings.replay, seed=settings.seed * 100_003 + iteration), f"grpo{iteration}",
         )  # fmt: skip
+        sampler.record((a.task_id, a.reward) for a in attempts)
         reward = sum(a.reward for a in attempts) / len(attempts)
         rewards.append((iteration, reward))
         rows = build_rows(store.trajectories(since=started, split="train"), settings.rows)

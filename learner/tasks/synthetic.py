@@ -8,7 +8,8 @@ different: each recombines pieces the training families teach (copy_into_dir = c
 `cp` + move_into_dir's "into the directory"; count_matches = grep_lines + count_lines; ...),
 so a model that learned the action format and the shell idioms can solve them, and one that
 memorised training commands cannot. `GRID_FAMILIES` / `GRID_HELDOUT` are the subset
-`temper quickstart` uses: held-out families that are the missing cells of trained grids.
+`temper quickstart` uses: held-out families that are the missing cells of trained grids;
+`GRID_VERIFIER_ONLY` are the training families it learns by reinforcement alone.
 
 Tasks come out in curriculum order (difficulty, then family, then index). The same seed gives
 the same tasks; a family's tasks depend only on the seed and the family's name, so adding a
@@ -41,6 +42,11 @@ GRID_FAMILIES: tuple[str, ...] = (
     "sort_append", "head_append", "count_lines_append", "uppercase_append", "count_words_append",
 )  # fmt: skip
 GRID_HELDOUT: frozenset[str] = frozenset({"copy_into_dir", "uppercase_append", "count_words_append"})
+# Training families of the grids whose reference solutions the quickstart's warm start does not
+# see: GRPO learns them from their verifiers alone, as it learns the agent's own logged tasks.
+# What it learns there (append, not overwrite, when asked to append) is what the held-out
+# append cells need.
+GRID_VERIFIER_ONLY: frozenset[str] = frozenset({"head_append", "count_lines_append"})
 TIMEOUT_S = 10.0
 _DRAWS_PER_TASK = 50  # tries for a task unlike the family's earlier ones
 

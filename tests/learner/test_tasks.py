@@ -10,6 +10,7 @@ from learner.tasks import (
     DEFAULT_HELDOUT,
     GRID_FAMILIES,
     GRID_HELDOUT,
+    GRID_VERIFIER_ONLY,
     FAMILY_NAMES,
     Task,
     TaskError,
@@ -103,6 +104,17 @@ def test_grid_heldout_families_are_missing_cells_of_trained_grids() -> None:
     assert train["move_into_dir"].endswith("/") and heldout["copy_into_dir"].endswith("/")
     assert heldout["uppercase_append"].startswith("tr a-z A-Z <") and train["uppercase"].startswith("tr a-z A-Z <")
     assert heldout["count_words_append"].startswith("wc -w <") and " >> " in train["count_lines_append"]
+
+
+def test_the_pieces_held_out_cells_need_have_reference_solutions_for_the_warm_start() -> None:
+    tasks = synthetic_suite(0, 1, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
+    train = {t.family: t.reference[0] for t in tasks if t.split == "train"}
+    assert GRID_VERIFIER_ONLY <= set(train)  # training families, learned from their verifiers alone
+    imitated = {family: command for family, command in train.items() if family not in GRID_VERIFIER_ONLY}
+    assert " >> " in imitated["sort_append"] and imitated["count_words"].startswith("wc -w <")
+    assert imitated["uppercase"].startswith("tr a-z A-Z <")
+    # ... while every verifier-only family is itself another append cell of the same grid.
+    assert all(" >> " in train[family] for family in GRID_VERIFIER_ONLY)
 
 
 async def test_reference_actions_are_executor_actions() -> None:
