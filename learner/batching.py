@@ -10,6 +10,10 @@ When a batch goes:
 - An attempt registers for its whole run (`async with batcher.attempt(): ...`). Pending calls go
   as soon as every registered attempt is waiting on one (no more can join), or `window_s` after
   the first of them arrived, so an attempt busy in its sandbox holds the others up only briefly.
+- Attempts still being prepared (their task's snapshot, their sandbox) can be counted ahead:
+  `reserve(n)`, then each enters `attempt(reserved=True)`; `release(n)` gives back reservations
+  no attempt will take (a preparation that failed). Without that, the first group ready would
+  find itself the only one registered and go alone.
 - Callers that did not register are batched with the calls of the same event-loop tick.
 - Calls with different sampling settings (seed aside) go in different batches. A call without a
   seed gets a random one, recorded in its Completion.
@@ -60,10 +64,22 @@ class GroupBatcher:
         self._timer: asyncio.Handle | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # batches in flight, kept from the collector
 
+    def reserve(self, count: int) -> None:
+        """Count `count` attempts as running before they start; each enters `attempt(reserved=True)`."""
+        self._attempts += count
+
+    def release(self, count: int) -> None:
+        """Give back reservations that no attempt will take."""
+        self._attempts -= count
+        if self._waiting:
+            self._schedule()
+
     @asynccontextmanager
-    async def attempt(self) -> AsyncIterator[None]:
-        """Count the caller as a running attempt until it leaves, so batches wait for it."""
-        self._attempts += 1
+    async def attempt(self, *, reserved: bool = False) -> AsyncIterator[None]:
+        """Count the caller as a running attempt until it leaves, so batches wait for it
+        (`reserved`: it was counted already, by `reserve`)."""
+        if not reserved:
+            self._attempts += 1
         try:
             yield
         finally:

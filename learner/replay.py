@@ -71,7 +71,15 @@ async def replay(
 
     async def group(task: Task) -> list[Attempt]:
         async with slots:
-            snapshot = await task_snapshot(task, snapshot_dir)
+            # The group's attempts count from now: a batch waits for them while they prepare.
+            if batcher is not None:
+                batcher.reserve(settings.group_size)
+            try:
+                snapshot = await task_snapshot(task, snapshot_dir)
+            except BaseException:
+                if batcher is not None:
+                    batcher.release(settings.group_size)
+                raise
             return await asyncio.gather(
                 *(_attempt(task, index, snapshot, backend, batcher, store, snapshot_dir, settings, label)
                   for index in range(settings.group_size))
@@ -94,13 +102,14 @@ async def _attempt(
 ) -> Attempt:
     sampling = replace(settings.executor.sampling, seed=attempt_seed(settings.seed, task.id, index))
     executor = replace(settings.executor, sampling=sampling, default_timeout_s=task.timeout_s)
-    recorder = MemoryRecorder(
-        store, snapshot_dir, split=task.split, group_id=f"{label}:{task.id}",
-        verifier=task.verifier, initial_snapshot=snapshot,
-    )  # fmt: skip
     sampler: ExecutorBackend = batcher if batcher is not None else backend
-    running = batcher.attempt() if batcher is not None else nullcontext()  # batches wait for it
+    # `replay` reserved this attempt with the batcher: it is counted until it leaves.
+    running = batcher.attempt(reserved=True) if batcher is not None else nullcontext()
     async with running, open_sandbox(settings.sandbox, workspace=snapshot) as sandbox:
+        recorder = MemoryRecorder(
+            store, snapshot_dir, split=task.split, group_id=f"{label}:{task.id}",
+            verifier=task.verifier, initial_snapshot=snapshot,
+        )  # fmt: skip
         context = ToolContext(user=LEARNER_USER, sandbox=sandbox, memory=store)
         episode_id = await recorder.start(task.instruction, backend.name, context)
         run = ExecutorRun()

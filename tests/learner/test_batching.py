@@ -113,6 +113,29 @@ def test_an_attempt_that_ends_lets_the_waiting_ones_go(backend: LocalBackend) ->
     assert time.perf_counter() - began < 10 and recording.batches == [1]
 
 
+def test_reserved_attempts_hold_a_batch_while_they_prepare_and_released_ones_do_not(backend: LocalBackend) -> None:
+    recording = Recording(backend)
+    batcher = GroupBatcher(recording, window_s=30.0)  # only "everyone is waiting" can send it
+
+    async def prepared_later(messages: list[dict[str, str]], seed: int, delay: float) -> Completion:
+        await asyncio.sleep(delay)  # its task's snapshot, before the attempt enters
+        async with batcher.attempt(reserved=True):
+            return await batcher.complete(messages, seeded(seed))
+
+    async def run() -> None:
+        batcher.reserve(3)  # three attempts, one of which never starts (its preparation failed)
+        first = asyncio.ensure_future(prepared_later(TASK_A, 1, 0.0))
+        second = asyncio.ensure_future(prepared_later(TASK_B, 2, 0.1))
+        await asyncio.sleep(0.3)
+        batcher.release(1)
+        await asyncio.gather(first, second)
+
+    began = time.perf_counter()
+    asyncio.run(run())
+    # The first did not go alone while the second prepared; the release let both go at once.
+    assert time.perf_counter() - began < 10 and recording.batches == [2]
+
+
 def test_unregistered_calls_of_one_tick_go_together_split_by_sampling_settings(backend: LocalBackend) -> None:
     recording = Recording(backend)
     batcher = GroupBatcher(recording)
