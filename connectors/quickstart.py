@@ -122,12 +122,13 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     )
     # The gate as the nightly cycle runs it, but for two things a demo this small needs: fewer
     # pairs in --quick, and a tiny model sampled at temperature 1 breaks its JSON now and then
-    # (2-5 times in 96 attempts), so up to 2% more parse failures (or timeouts) may come with a
-    # candidate whose success is significantly higher; the operator sees both counts.
+    # (1-8 times in 96 attempts in our runs), so up to 3% more parse failures (or timeouts; 2 of
+    # 96) may come with a candidate whose success is significantly higher; the operator sees
+    # both counts.
     gate = replace(
         cycle_settings.gate,
         min_pairs=min(cycle_settings.gate.min_pairs, len(test) * evaluation.group_size),
-        failure_tolerance=0.02,
+        failure_tolerance=0.03,
     )
     cycle_settings = replace(cycle_settings, gate=gate)
     result = await run_cycle(

@@ -32,21 +32,25 @@ DEFAULT_HELDOUT: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 # The grids `temper quickstart` learns on: families that cross an operation with a form of the
-# command (copy or move x to a file or into a directory; sort, first lines, uppercase, count
-# lines or words x write or append). The held-out families are cells missing from a grid whose
-# other cells are trained, so a model that learned the pieces can solve them; a model that
-# memorised whole commands cannot. A tiny model trained from scratch gets some of them right.
+# command (copy or move x to a file or into a directory; sort, first lines, uppercase,
+# lowercase, count lines or words x write or append). The held-out families are cells missing
+# from a grid whose other cells are trained, so a model that learned the pieces can solve them;
+# a model that memorised whole commands cannot. A tiny model trained from scratch gets some of
+# them right.
 GRID_FAMILIES: tuple[str, ...] = (
     "copy_file", "rename_file", "move_into_dir", "copy_into_dir",
-    "sort_lines", "head_lines", "uppercase", "count_lines", "count_words",
-    "sort_append", "head_append", "count_lines_append", "uppercase_append", "count_words_append",
+    "sort_lines", "head_lines", "uppercase", "lowercase", "count_lines", "count_words",
+    "sort_append", "head_append", "count_lines_append", "lowercase_append", "uppercase_append",
+    "count_words_append",
 )  # fmt: skip
 GRID_HELDOUT: frozenset[str] = frozenset({"copy_into_dir", "uppercase_append", "count_words_append"})
 # Training families of the grids whose reference solutions the quickstart's warm start does not
 # see: GRPO learns them from their verifiers alone, as it learns the agent's own logged tasks.
-# What it learns there (append, not overwrite, when asked to append) is what the held-out
-# append cells need.
-GRID_VERIFIER_ONLY: frozenset[str] = frozenset({"head_append", "count_lines_append"})
+# Each held-out append cell has one as its sibling, an instruction one word away
+# (count_lines_append for count_words_append, lowercase_append for uppercase_append), whose
+# operation and form the warm start imitates in other cells: what reinforcement learns there,
+# imitation alone did not teach, and the held-out cells measure whether it carries over.
+GRID_VERIFIER_ONLY: frozenset[str] = frozenset({"head_append", "count_lines_append", "lowercase_append"})
 TIMEOUT_S = 10.0
 _DRAWS_PER_TASK = 50  # tries for a task unlike the family's earlier ones
 

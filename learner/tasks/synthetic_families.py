@@ -5,7 +5,8 @@ A family is a task shape ("write the number of lines in F to O") with a referenc
 short shell command and a verifier that compares the workspace with values computed here, in
 Python, never with what the attempt left behind (an attempt that rewrites an input file cannot
 fool it). Verifiers ignore trailing newlines and, for numbers, surrounding blanks; otherwise they
-are exact. Names and words are made of [a-z0-9._,/-], so nothing in a command needs quoting (expected lines
+are exact. Names and words are made of [a-z0-9._,/-] (the lowercase families capitalise
+their input files' words), so nothing in a command needs quoting (expected lines
 are single-quoted in verifiers for their spaces).
 
 Difficulty: 1 = one short command (15-32 characters) of a common idiom; 2 = one command with a
@@ -320,6 +321,29 @@ def uppercase(rng: random.Random) -> Draft:
     )
 
 
+def _mixed_case(rng: random.Random, lines: list[str]) -> list[str]:
+    """`lines` with each word in capitals or capitalised, so that lowercasing changes every one."""
+    return [" ".join(w.upper() if rng.random() < 0.5 else w.capitalize() for w in line.split()) for line in lines]
+
+
+def lowercase(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines = _mixed_case(rng, _phrases(rng, rng.randint(2, 4)))
+    return Draft(
+        f"Write the text of {source} in lowercase to {out}.",
+        {source: file_text(lines)},
+        text_is(out, [line.lower() for line in lines]),
+        f"tr A-Z a-z < {source} > {out}",
+    )
+
+
+def lowercase_append(rng: random.Random) -> Draft:
+    source, out = _input_and_output(rng)
+    lines = _mixed_case(rng, _phrases(rng, rng.randint(2, 4)))
+    lower = [line.lower() for line in lines]
+    return _appended(rng, f"the text of {source} in lowercase", source, lines, out, lower, f"tr A-Z a-z < {source}")
+
+
 def grep_lines(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
     word, count = rng.choice(WORDS), rng.randint(5, 9)
@@ -467,6 +491,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("count_words_append", 1, count_words_append),  # a grid's missing cell: count_words + appending
     Family("uppercase", 2, uppercase),
     Family("uppercase_append", 2, uppercase_append),  # a grid's missing cell: uppercase + appending
+    Family("lowercase", 2, lowercase),
+    Family("lowercase_append", 2, lowercase_append),
     Family("grep_lines", 2, grep_lines),
     Family("dedupe_lines", 2, dedupe_lines),
     Family("extract_column", 2, extract_column),

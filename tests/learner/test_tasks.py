@@ -22,6 +22,7 @@ from learner.tasks import (
     task_snapshot,
     verify,
 )
+from learner.tasks.synthetic_families import DIRS
 from runtime.executor.actions import parse_action
 from runtime.sandbox import open_sandbox
 
@@ -86,7 +87,10 @@ async def test_a_wrong_attempt_fails() -> None:
     assert not wrong.passed and "verifier" in wrong.output
 
 
-@pytest.mark.parametrize("family", ["sort_append", "head_append", "count_lines_append", "count_words_append", "uppercase_append"])
+@pytest.mark.parametrize(
+    "family",
+    ["sort_append", "head_append", "count_lines_append", "count_words_append", "uppercase_append", "lowercase_append"],
+)
 async def test_appending_must_keep_what_the_file_held(family: str) -> None:
     task = synthetic_suite(0, 1, families=[family])[0]
     assert " >> " in task.reference[0]
@@ -103,18 +107,45 @@ def test_grid_heldout_families_are_missing_cells_of_trained_grids() -> None:
     assert heldout["copy_into_dir"].split()[0] == train["copy_file"].split()[0] == "cp"
     assert train["move_into_dir"].endswith("/") and heldout["copy_into_dir"].endswith("/")
     assert heldout["uppercase_append"].startswith("tr a-z A-Z <") and train["uppercase"].startswith("tr a-z A-Z <")
-    assert heldout["count_words_append"].startswith("wc -w <") and " >> " in train["count_lines_append"]
+    assert heldout["count_words_append"].startswith("wc -w <") and " >> " in train["sort_append"]
+    # ... and the warm start imitates every cell these pieces come from.
+    assert not GRID_VERIFIER_ONLY & {"copy_file", "move_into_dir", "uppercase", "count_words", "sort_append"}
 
 
-def test_the_pieces_held_out_cells_need_have_reference_solutions_for_the_warm_start() -> None:
-    tasks = synthetic_suite(0, 1, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
-    train = {t.family: t.reference[0] for t in tasks if t.split == "train"}
-    assert GRID_VERIFIER_ONLY <= set(train)  # training families, learned from their verifiers alone
-    imitated = {family: command for family, command in train.items() if family not in GRID_VERIFIER_ONLY}
-    assert " >> " in imitated["sort_append"] and imitated["count_words"].startswith("wc -w <")
-    assert imitated["uppercase"].startswith("tr a-z A-Z <")
-    # ... while every verifier-only family is itself another append cell of the same grid.
-    assert all(" >> " in train[family] for family in GRID_VERIFIER_ONLY)
+def _shape(instruction: str) -> list[str]:
+    """The instruction's words with file and directory names replaced by NAME."""
+    return ["NAME" if w.endswith(".txt") or w in DIRS else w for w in instruction.rstrip(".").split()]
+
+
+def _operation(command: str) -> list[str]:
+    """The command's words before its first file name or redirection: `tr A-Z a-z`, `mv`."""
+    words = command.split()
+    return words[: next(i for i, w in enumerate(words) if w.endswith(".txt") or w.startswith("<"))]
+
+
+def test_held_out_append_cells_have_verifier_only_siblings_whose_pieces_the_warm_start_imitates() -> None:
+    task_of = {t.family: t for t in synthetic_suite(0, 1, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)}
+    assert GRID_VERIFIER_ONLY <= set(GRID_FAMILIES) - GRID_HELDOUT  # training families, no references used
+    imitated = {f: t.reference[0] for f, t in task_of.items() if f not in GRID_VERIFIER_ONLY | GRID_HELDOUT}
+    # (held-out cell, its sibling learned by reinforcement alone, the imitated cell with the
+    # sibling's operation, the imitated cell with the sibling's form of the command)
+    grids = [
+        ("count_words_append", "count_lines_append", "count_lines", "sort_append"),
+        ("uppercase_append", "lowercase_append", "lowercase", "sort_append"),
+    ]
+    # (copy_into_dir's pieces, `cp` and "into the directory", are imitated: see the test above.)
+    assert {cell for cell, *_ in grids} == GRID_HELDOUT - {"copy_into_dir"}
+    assert {sibling for _, sibling, *_ in grids} == GRID_VERIFIER_ONLY - {"head_append"}
+    for cell, sibling, operation, form in grids:
+        # The sibling's instruction differs from the held-out cell's in one word: the operation.
+        cell_words, sibling_words = _shape(task_of[cell].instruction), _shape(task_of[sibling].instruction)
+        assert len(cell_words) == len(sibling_words), (cell, sibling)
+        assert sum(a != b for a, b in zip(cell_words, sibling_words, strict=True)) == 1, (cell, sibling)
+        assert sibling in GRID_VERIFIER_ONLY
+        # The warm start imitates its pieces: the operation in one cell, the form in another.
+        reference = task_of[sibling].reference[0]
+        assert _operation(reference) == _operation(imitated[operation])
+        assert " >> " in reference and " >> " in imitated[form]
 
 
 async def test_reference_actions_are_executor_actions() -> None:
