@@ -16,9 +16,8 @@ A task's own replays count most once it has some; until then its family speaks f
 pool of hundreds of tasks, each replayed rarely, still leans towards the families the policy
 has not mastered. A task of a family never replayed weighs 0.25, the most any task can; in a
 family solved 95% of the time, a task not yet replayed weighs about 0.05, and one solved 8 of 8
-times about 0.01. No weight reaches
-zero, so mastered (or hopeless) tasks are still visited now and then. "uniform" draws like
-`random.sample`.
+times about 0.01. No weight reaches zero, so mastered (or hopeless) tasks are still visited now
+and then. "uniform" draws like `random.sample`.
 """
 
 from __future__ import annotations

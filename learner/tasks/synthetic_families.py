@@ -321,14 +321,15 @@ def uppercase(rng: random.Random) -> Draft:
     )
 
 
-def _mixed_case(rng: random.Random, lines: list[str]) -> list[str]:
-    """`lines` with each word in capitals or capitalised, so that lowercasing changes every one."""
+def _capitalised_phrases(rng: random.Random) -> list[str]:
+    """2-4 lines whose words are each in capitals or capitalised, so lowercasing changes every one."""
+    lines = _phrases(rng, rng.randint(2, 4))
     return [" ".join(w.upper() if rng.random() < 0.5 else w.capitalize() for w in line.split()) for line in lines]
 
 
 def lowercase(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
-    lines = _mixed_case(rng, _phrases(rng, rng.randint(2, 4)))
+    lines = _capitalised_phrases(rng)
     return Draft(
         f"Write the text of {source} in lowercase to {out}.",
         {source: file_text(lines)},
@@ -339,7 +340,7 @@ def lowercase(rng: random.Random) -> Draft:
 
 def lowercase_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
-    lines = _mixed_case(rng, _phrases(rng, rng.randint(2, 4)))
+    lines = _capitalised_phrases(rng)
     lower = [line.lower() for line in lines]
     return _appended(rng, f"the text of {source} in lowercase", source, lines, out, lower, f"tr A-Z a-z < {source}")
 
