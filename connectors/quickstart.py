@@ -55,7 +55,7 @@ def quickstart(
 
 async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     from learner.cycle import CycleSettings, run_cycle
-    from learner.replay import ReplaySettings
+    from learner.replay import ReplaySettings, as_served
     from learner.report import CycleSummary, Progress, write_report
     from learner.sft import SFTSettings
     from learner.policy import LoraSettings
@@ -84,7 +84,7 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     # Distinct tasks of the held-out families, every other one to validation and to test.
     heldout = split(4 if quick else 16, "heldout")
     validation, test = heldout[0::2], heldout[1::2]
-    evaluation = ReplaySettings(group_size=2 if quick else 4, seed=10_000 + seed, executor=one_turn)
+    evaluation = as_served(ReplaySettings(group_size=2 if quick else 4, seed=10_000 + seed, executor=one_turn))
     say(f"tasks: {len(train)} training ({len({t.family for t in train})} families, "
         f"{len({t.family for t in with_reference})} with reference solutions for the warm start), "
         f"held-out families {', '.join(sorted(GRID_HELDOUT))}: {len(validation)} validation, {len(test)} test")  # fmt: skip

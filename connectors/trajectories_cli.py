@@ -147,6 +147,8 @@ def show(
     typer.echo(f"split: {episode.split or '-'}  group: {episode.group_id or '-'}  sandbox: {episode.sandbox_backend or '-'}")
     snapshot = "-" if episode.snapshot_id is None else f"{episode.snapshot_id} ({episode.snapshot_bytes or 0:,} bytes)"
     typer.echo(f"snapshot: {snapshot}  verifier: {episode.verifier or '-'}")
+    if episode.parse_failures is not None:
+        typer.echo(f"parse failures: {episode.parse_failures}  timeouts: {episode.timeouts}")
     if episode.contains_secret:
         typer.echo("secret: a call held a secret (redacted here); this episode is never exported or trained on")
     decoders = _Decoders(tokenizer)

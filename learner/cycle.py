@@ -27,7 +27,7 @@ from runtime.executor import LocalBackend, LocalModel
 from learner.evaluation import Evaluation, evaluate
 from learner.gate import GateDecision, GateSettings, decide
 from learner.promote import promote
-from learner.replay import ReplaySettings, replay
+from learner.replay import ReplaySettings, as_served, replay
 from learner.rows import RowSettings, build_rows
 from learner.task_sampling import TaskSampler, TaskSampling
 from learner.tasks import Task
@@ -41,7 +41,9 @@ class CycleSettings:
     tasks_per_iteration: int = 16
     task_sampling: TaskSampling = "learnability"  # learner/task_sampling.py
     replay: ReplaySettings = field(default_factory=ReplaySettings)
-    evaluation: ReplaySettings = field(default_factory=lambda: ReplaySettings(group_size=4, seed=10_000))
+    # Training replays sample freely (their logprobs are then exactly the policy's); the gate sees
+    # the executor as the runtime serves it, its replies kept to the action format.
+    evaluation: ReplaySettings = field(default_factory=lambda: as_served(ReplaySettings(group_size=4, seed=10_000)))
     rows: RowSettings = field(default_factory=RowSettings)
     train: TrainSettings = field(default_factory=TrainSettings)
     gate: GateSettings = field(default_factory=GateSettings)

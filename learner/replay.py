@@ -10,6 +10,7 @@ samples batches (LocalBackend), model calls that wait together go as one batch
 (learner/batching.py), across tasks and turns. A row's draws depend only on its seed, so the
 results do not depend on how calls were batched (batched arithmetic aside).
 Nothing asks a person here: commands the policy wants approved are declined.
+`as_served(settings)` is how held-out tasks are replayed: with constrained sampling.
 """
 
 from __future__ import annotations
@@ -40,8 +41,18 @@ class ReplaySettings:
     seed: int = 0
     concurrent_tasks: int = 4  # tasks replayed at once: at most this x group_size sandboxes
     executor: ExecutorSettings = field(
-        default_factory=lambda: ExecutorSettings(max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=96))
+        default_factory=lambda: ExecutorSettings(
+            max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=96)
+        )
     )
+
+
+def as_served(settings: ReplaySettings) -> ReplaySettings:
+    """`settings` with the executor's replies kept to the action format, as the runtime serves
+    them (runtime/executor/action_grammar.py): how held-out tasks are evaluated. Training replays
+    sample freely, so that their raw logprobs are exactly the policy that sampled them."""
+    sampling = replace(settings.executor.sampling, constrained=True)
+    return replace(settings, executor=replace(settings.executor, sampling=sampling))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ call's full prompt, and `stats.mismatches` counts the cause (memory's MISMATCH_C
 Rules, in the order they apply:
 - Only training episodes count: held-out ones are refused (counted, never trained on), as are
   episodes without a reward or a group.
-- Groups whose rewards are all equal are dropped (`advantages.select_groups`); the advantage of
+- An episode's score is its reward minus `parse_failure_penalty` for each reply that was not a
+  valid action, so a garbled reply scores below a wrong command (the gate refuses a candidate
+  whose parse failures rise; this trains against them). `reward_mean` stays the plain reward.
+- Groups whose scores are all equal are dropped (`advantages.select_groups`); the advantage of
   the episodes left is computed within their group and broadcast to all the episode's rows.
 - Only `executor` calls are rows. A call whose prompt + completion exceeds `max_row_tokens` is
   dropped (and the next call starts a new row). Calls whose ids were not sampled (re-tokenised,
@@ -39,6 +42,9 @@ Rules, in the order they apply:
 Calls sampled at a temperature or top-p other than 1 are counted (`stats.tempered_calls`): their
 captured logprobs are raw model logprobs, not the sampling distribution's, so for them the ratio
 new/old is measured against a policy that did not sample the tokens (see learner/loss.py).
+Calls sampled under the action-format constraint are counted too (`stats.constrained_calls`):
+their logprobs are raw as well, and differ from the sampling distribution only where the
+constraint set a token aside (runtime/executor/sampling.py).
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ class RowSettings:
     token_budget: int = 8192  # per micro-batch: rows x longest row, padding included
     constant_length: int = 512  # Dr. GRPO's constant: the longest completion one expects
     mask_truncated: bool = True  # completions cut at max_tokens are not trained on
+    parse_failure_penalty: float = 0.5  # taken off the score for each reply that was not an action
 
     def __post_init__(self) -> None:
         if self.normalisation not in NORMALISATIONS:
@@ -81,6 +88,8 @@ class RowSettings:
                 f"token_budget ({self.token_budget}) must be at least max_row_tokens "
                 f"({self.max_row_tokens}): every row has to fit in a micro-batch"
             )
+        if self.parse_failure_penalty < 0:
+            raise ValueError(f"parse_failure_penalty must be at least 0; got {self.parse_failure_penalty}")
         if self.constant_length < 1:
             raise ValueError(f"constant_length must be at least 1; got {self.constant_length}")
 
@@ -111,11 +120,13 @@ class RowStats:
     zero_variance_groups: int = 0
     low_variance_groups: int = 0  # dropped by top_variance_fraction
     reward_mean: float = 0.0  # over every rewarded training episode, dropped groups included
+    penalised_episodes: int = 0  # scored below their reward for parse failures
     calls: int = 0  # executor calls of the kept episodes
     mismatches: Counter[str] = field(default_factory=Counter)  # new rows by cause
     truncated_calls: int = 0  # finish_reason "length", masked when mask_truncated
     unsampled_calls: int = 0  # re-tokenised or without logprobs: context only
     tempered_calls: int = 0  # sampled at temperature or top-p other than 1
+    constrained_calls: int = 0  # sampled under the action-format constraint
     overlong_calls: int = 0  # dropped: longer than max_row_tokens
     rows: int = 0
     tokens: int = 0  # all row tokens
@@ -148,17 +159,21 @@ def build_rows(trajectories: Iterable[Trajectory], settings: RowSettings) -> Row
             stats.ungrouped_episodes += 1
         else:
             groups.setdefault(episode.group_id, []).append(trajectory)
-    rewards = {key: [_reward(t) for t in members] for key, members in groups.items()}
-    every_reward = [r for group in rewards.values() for r in group]
+    every_reward = [_reward(t) for members in groups.values() for t in members]
     stats.groups = len(groups)
     stats.reward_mean = sum(every_reward) / len(every_reward) if every_reward else 0.0
+    penalty = settings.parse_failure_penalty
+    stats.penalised_episodes = sum(
+        1 for members in groups.values() for t in members if penalty and t.episode.parse_failures
+    )
+    scores = {key: [_score(t, penalty) for t in members] for key, members in groups.items()}
 
-    selection = select_groups(rewards, settings.top_variance_fraction)
+    selection = select_groups(scores, settings.top_variance_fraction)
     stats.zero_variance_groups = selection.zero_variance
     stats.low_variance_groups = selection.low_variance
     rows: list[Row] = []
     for key in selection.kept:
-        advantages = group_advantages(rewards[key], scale_by_std=settings.scale_by_std)
+        advantages = group_advantages(scores[key], scale_by_std=settings.scale_by_std)
         for trajectory, advantage in zip(groups[key], advantages, strict=True):
             rows.extend(_episode_rows(trajectory, key, advantage, settings, stats))
 
@@ -249,6 +264,8 @@ def _trained(call: RecordedCall, settings: RowSettings, stats: RowStats) -> bool
         )
     if call.sampling.get("temperature", 1.0) != 1.0 or call.sampling.get("top_p", 1.0) != 1.0:
         stats.tempered_calls += 1
+    if call.sampling.get("constrained", False):
+        stats.constrained_calls += 1
     if call.retokenized or not call.completion_logprobs:
         stats.unsampled_calls += 1
         return False
@@ -264,6 +281,11 @@ def _weight(settings: RowSettings, sampled_tokens: int) -> float:
     if settings.normalisation == "constant":
         return 1.0 / settings.constant_length
     return 1.0
+
+
+def _score(trajectory: Trajectory, parse_failure_penalty: float) -> float:
+    """What the advantage compares within a group: the reward, less the parse-failure penalty."""
+    return _reward(trajectory) - parse_failure_penalty * (trajectory.episode.parse_failures or 0)
 
 
 def _reward(trajectory: Trajectory) -> float:

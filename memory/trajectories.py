@@ -56,7 +56,7 @@ PAGE = 100  # episodes read per query while iterating
 EPISODE_COLUMNS = (
     "id, kind, task, status, reward, reward_source, reward_reason, split, group_id, sandbox_backend,"
     " snapshot_id, snapshot_bytes, verifier, parent_episode_id, session_id, user_id, contains_secret,"
-    " created_at, finished_at"
+    " created_at, finished_at, parse_failures, timeouts"
 )
 _CALL_FIELDS = (
     "episode_id, call_index, role, model, adapter_version, tokenizer_hash, chat_template_hash,"

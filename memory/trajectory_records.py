@@ -107,6 +107,8 @@ class ExecutorEpisode:
     contains_secret: bool
     created_at: float
     finished_at: float | None
+    parse_failures: int | None = None  # replies that were not a valid action; None: not recorded
+    timeouts: int | None = None  # commands cut at their timeout
 
 
 @dataclass(frozen=True)

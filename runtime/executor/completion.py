@@ -26,9 +26,13 @@ class SamplingParams:
     top_p: float = 1.0
     max_tokens: int = 512
     seed: int | None = None
+    # Keep each completion to the action format (runtime/executor/action_grammar.py): honoured by
+    # the in-process model; a backend that cannot honour it records False.
+    constrained: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
+        plain = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
+        return {**plain, "constrained": True} if self.constrained else plain
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ Invariants:
 - Weights stay float32 unless a dtype is given: logprobs then agree between sampling (with the
   key-value cache) and teacher-forced recomputation to about 1e-6.
 - `max_tokens` is cut to what fits in the context; a prompt that leaves no room is refused.
+- `SamplingParams(constrained=True)` keeps completions to the executor's action format
+  (sampling.py, action_grammar.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 import torch
 
+from runtime.executor.action_grammar import ActionConstraint
 from runtime.executor.completion import SamplingParams
 from runtime.executor.errors import ExecutorLoadError, ExecutorRequestError
 from runtime.executor.sampling import (
@@ -58,6 +61,7 @@ class LocalModel:
         self.max_positions: int = getattr(config, "max_position_embeddings", None) or 1 << 31
         self.vocab_size: int = config.vocab_size
         self.stop_ids = frozenset(_eos_ids(model, tokenizer))
+        self._constraint: ActionConstraint | None = None  # built on first constrained call
 
     @classmethod
     def load(
@@ -187,7 +191,19 @@ class LocalModel:
                 stop_ids=self.stop_ids,
                 device=self.device,
                 top_logprobs=top_logprobs,
+                constraint=self._action_constraint() if sampling.constrained else None,
             )
+
+    def _action_constraint(self) -> ActionConstraint:
+        """The action format over this tokenizer's token texts (once: ~1 s for 150k tokens).
+        Special and added tokens (chat markers, eos) never go into an action's text."""
+        if self._constraint is None:
+            known = min(self.vocab_size, self.tokenizer.vocab_size)
+            hf = self.tokenizer.hf
+            markers = {*self.stop_ids, *hf.all_special_ids, *hf.added_tokens_decoder}
+            pieces = [self.tokenizer.token_text(t) if t not in markers else "" for t in range(known)]
+            self._constraint = ActionConstraint(pieces + [""] * (self.vocab_size - known), self.stop_ids)
+        return self._constraint
 
     def logprobs_of(
         self,

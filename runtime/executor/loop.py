@@ -33,7 +33,9 @@ class ExecutorSettings:
     max_turns: int = 8
     default_timeout_s: float = 30.0
     observation_chars: int = 4_000  # per command: small models drown in long outputs
-    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.7, max_tokens=512))
+    sampling: SamplingParams = field(
+        default_factory=lambda: SamplingParams(temperature=0.7, max_tokens=512, constrained=True)
+    )
 
 
 @dataclass

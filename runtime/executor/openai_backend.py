@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -122,7 +122,7 @@ class OpenAIBackend:
             tokenizer_hash=tokenizer.hash if tokenizer else None,
             chat_template_hash=tokenizer.chat_template_hash if tokenizer else None,
             latency_s=time.perf_counter() - started,
-            sampling=sampling,
+            sampling=replace(sampling, constrained=False),  # the server samples unconstrained
         )
 
     # Adapters (vLLM's runtime LoRA endpoints; the path is on the server's machine) -------------

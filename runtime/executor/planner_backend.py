@@ -11,7 +11,8 @@ Invariants:
   the ids stay empty. Logprobs are always empty.
 - Each call uses the planner's current model (`/model` switches it), its fallbacks, retries and
   timeouts, with the call's temperature and max_tokens; top_p and seed are not sent (`ChatModel`
-  takes neither), and `Completion.sampling` records top_p 1 and no seed accordingly.
+  takes neither), and `Completion.sampling` records top_p 1 and no seed accordingly (and no
+  constrained sampling: the planner's reply is free text).
 - A failed planner call raises `ExecutorCallError` carrying the planner's one-line message and
   whether it was transient.
 """
@@ -45,7 +46,7 @@ class PlannerBackend:
     async def complete(
         self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
     ) -> Completion:
-        sent = replace(sampling, top_p=1.0, seed=None)
+        sent = replace(sampling, top_p=1.0, seed=None, constrained=False)
         settings = replace(
             self.planner.settings,
             model=self.planner.model,

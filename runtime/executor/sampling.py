@@ -26,6 +26,14 @@ products, which flip a draw only when u falls within ~1e-6 of a boundary). One s
 would have made a row's draws depend on its batch; a generator per row drawing per token would
 have forced a Python loop over rows at every step. Drawing each row's u's up front does neither.
 
+Constrained sampling (`constraint`, an `action_grammar.ActionConstraint`): a row's token that
+would leave its text outside the action format is set aside and the row draws again at the same
+u from what is left, up to `_REDRAWS` times; then from the distribution restricted to every token
+the format allows (`ActionConstraint.allowed`). Either way the draw is from the model's
+distribution restricted to the allowed tokens and renormalised, a function of the row's own seed
+as before. The recorded logprobs stay raw (unrestricted) ones; a trained model almost always
+samples an allowed token first, so the two differ on few tokens.
+
 Batching: prompts are left-padded to one width, with an attention mask and position ids that
 start at each row's first real token, and decoded together with the key-value cache. Ids and
 logprobs go into preallocated (N, T) tensors; a finished row keeps being fed (its outputs are
@@ -40,6 +48,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from runtime.executor.action_grammar import ActionConstraint
+
+_REDRAWS = 8  # set-aside draws of a row before its allowed tokens are listed in full
 
 
 @dataclass(frozen=True)
@@ -62,8 +74,10 @@ def sample_batch(
     stop_ids: Collection[int],
     device: torch.device,
     top_logprobs: int = 0,
+    constraint: ActionConstraint | None = None,
 ) -> list[SampledTokens]:
-    """One completion per (prompt, seed, max_tokens) row, all decoded as one batch."""
+    """One completion per (prompt, seed, max_tokens) row, all decoded as one batch; with a
+    `constraint`, each row's completion keeps to the action format (module docstring)."""
     rows = len(prompts)
     limits = torch.tensor(list(max_tokens), device=device)  # (N,)
     steps = int(limits.max())
@@ -88,10 +102,14 @@ def sample_batch(
     produced = torch.zeros(rows, dtype=torch.long, device=device)  # (N,) tokens kept per row
     stopped = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,) ended on a stop token
     finished = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,)
+    texts = [""] * rows  # each row's completion text so far, for the constraint
     for step in range(steps):
         logits = output.logits[:, -1].float()  # (N, V)
         raw = torch.log_softmax(logits, dim=-1)  # (N, V)
-        tokens = choose_tokens(logits, temperature, top_p, uniforms[:, step] if temperature > 0 else None)
+        step_uniforms = uniforms[:, step] if temperature > 0 else None
+        tokens = choose_tokens(logits, temperature, top_p, step_uniforms)
+        if constraint is not None:
+            tokens = _keep_to(constraint, texts, tokens, logits, finished, temperature, top_p, step_uniforms)
         ids[:, step] = tokens
         logprobs[:, step] = raw.gather(1, tokens[:, None])[:, 0]
         if top_logprobs:
@@ -114,6 +132,55 @@ def sample_batch(
         SampledTokens(ids_rows[row][:count], logprob_rows[row][:count], "stop" if is_stop else "length", tops[row])
         for row, (count, is_stop) in enumerate(zip(counts, stopped.tolist(), strict=True))
     ]
+
+
+def _keep_to(
+    constraint: ActionConstraint,
+    texts: list[str],
+    tokens: torch.Tensor,
+    logits: torch.Tensor,
+    finished: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    uniforms: torch.Tensor | None,
+) -> torch.Tensor:
+    """`tokens` (N,) with each running row's token replaced, where the constraint refuses it, by
+    a draw from that row's allowed tokens; `texts` grow by the tokens kept."""
+    chosen, done = tokens.tolist(), finished.tolist()
+    for row, token in enumerate(chosen):
+        if done[row]:
+            continue
+        if not constraint.allows(texts[row], token):
+            row_uniform = None if uniforms is None else uniforms[row : row + 1]
+            token = _redraw(constraint, texts[row], token, logits[row : row + 1], temperature, top_p, row_uniform)
+            chosen[row] = token
+        texts[row] += "" if token in constraint.stop_ids else constraint.pieces[token]
+    return torch.tensor(chosen, dtype=tokens.dtype, device=tokens.device)
+
+
+def _redraw(
+    constraint: ActionConstraint,
+    text: str,
+    refused: int,
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    uniform: torch.Tensor | None,
+) -> int:
+    """A token for one row (`logits` (1, V)) that the constraint allows after `text`."""
+    logits = logits.clone()
+    for _ in range(_REDRAWS):
+        logits[0, refused] = -torch.inf
+        refused = int(choose_tokens(logits, temperature, top_p, uniform)[0])
+        if constraint.allows(text, refused):
+            return refused
+    allowed = constraint.allowed(text)
+    if not allowed:  # nothing can follow (the tokenizer lacks a character the format needs)
+        return min(constraint.stop_ids, default=refused)
+    only = torch.full_like(logits, -torch.inf)
+    index = torch.tensor(allowed, device=logits.device)
+    only[0, index] = logits[0, index]
+    return int(choose_tokens(only, temperature, top_p, uniform)[0])
 
 
 def _left_pad(

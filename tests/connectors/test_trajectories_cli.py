@@ -45,6 +45,7 @@ def fill(data_dir: Path, model: str = "tiny") -> dict[str, int]:
         store.record_call(good, call([1, 2, 3], [4, 5], "ls | wc -l", first, model))
         store.record_call(good, call([1, 2, 3, 4, 5, 6], [7], "done: 3", second, model))
         store.record_reward(good, 1.0, "verifier", "exit 0")
+        store.finish_executor_episode(good, "succeeded", parse_failures=1, timeouts=0)
         heldout = store.start_executor_episode("print the date", split="heldout")
         store.record_call(heldout, call([9, 9], [8], "date", [{"role": "user", "content": "print the date"}], model))
         leaky = store.start_executor_episode("show the env", split="train")
@@ -93,6 +94,7 @@ def test_show_prints_calls_with_stored_text(data_dir: Path) -> None:
     out = result.stdout
     assert "task: count the files" in out and "reward: 1.00 (verifier: exit 0)" in out
     assert "snapshot: sha256:ab (2,048 bytes)" in out
+    assert "parse failures: 1  timeouts: 0" in out
     assert "call 0 executor  model: tiny  adapter: v2  tokens: 3 prompt + 2 sampled  finish: stop  retokenized: no" in out
     assert "stored whole (first call)" in out and "extends previous" in out
     assert "    ls | wc -l" in out and "    done: 3" in out

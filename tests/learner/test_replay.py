@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from learner.replay import ReplaySettings, replay
+from learner.replay import ReplaySettings, as_served, replay
 from learner.tasks import synthetic_suite
 from memory import MemoryStore
 from runtime.executor import (
@@ -22,6 +22,7 @@ from runtime.executor import (
     SamplingParams,
     build_tiny_model,
 )
+from runtime.executor.action_grammar import is_action_prefix
 from runtime.executor.loop import ExecutorSettings
 
 
@@ -69,3 +70,22 @@ def test_concurrent_tasks_share_batches_and_change_no_result(backend: LocalBacke
     assert together_batches[0] == 6  # the first turns of all three groups in one batch
     assert max(alone_batches) <= 2 and len(together_batches) < len(alone_batches)
     assert sum(together_batches) == sum(alone_batches)
+
+
+def test_held_out_replays_keep_to_the_action_format_and_training_replays_sample_freely(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    tasks = synthetic_suite(seed=0, per_family=1)[:2]
+    executor = ExecutorSettings(max_turns=1, sampling=SamplingParams(temperature=1.0, max_tokens=24))
+    training = ReplaySettings(group_size=2, seed=5, executor=executor)
+    store = MemoryStore.open(tmp_path / "memory.db")
+    free = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", training, "grpo"))
+    served = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", as_served(training), "gate"))
+
+    free_calls = [store.calls(a.episode_id)[0] for a in free]
+    served_calls = [store.calls(a.episode_id)[0] for a in served]
+    assert not any(call.sampling.get("constrained") for call in free_calls)
+    assert not any(is_action_prefix(call.text) for call in free_calls)  # an untrained model writes anything
+    assert all(call.sampling["constrained"] for call in served_calls)
+    assert all(is_action_prefix(call.text) for call in served_calls)
+    assert as_served(training).executor.sampling == replace(executor.sampling, constrained=True)

@@ -53,13 +53,14 @@ def make_episode(
     reward: float | None = 1.0,
     group: str | None = "g",
     split: str | None = "train",
+    parse_failures: int | None = None,
 ) -> Trajectory:
     episode = ExecutorEpisode(
         id=next(_ids), kind="executor", task="t", status="done", reward=reward,
         reward_source="verifier", reward_reason=None, split=split, group_id=group,
         sandbox_backend="local", snapshot_id=None, snapshot_bytes=None, verifier=None,
         parent_episode_id=None, session_id=None, user_id=None, contains_secret=False,
-        created_at=0.0, finished_at=None,
+        created_at=0.0, finished_at=None, parse_failures=parse_failures,
     )  # fmt: skip
     return Trajectory(episode, calls)
 
@@ -104,6 +105,33 @@ def test_advantages_and_weights_on_a_hand_checked_group() -> None:
 
     scaled = build_rows([one_call(n, r) for n, r in zip(lengths, rewards)], RowSettings(scale_by_std=True))
     assert [r.advantage for r in scaled.rows] == pytest.approx([1, -1, -1, 1], abs=1e-5)
+
+
+def test_a_reply_that_was_not_an_action_scores_below_a_wrong_command() -> None:
+    def group(penalty: float):
+        trajectories = [
+            make_episode([make_call([1, 2], [3, 4])], 1.0),
+            make_episode([make_call([1, 2], [3, 5])], 0.0),
+            make_episode([make_call([1, 2], [3, 6])], 0.0, parse_failures=1),  # garbled JSON
+            make_episode([make_call([1, 2], [3, 7])], 1.0, parse_failures=2),  # recovered twice
+        ]
+        return build_rows(trajectories, RowSettings(parse_failure_penalty=penalty))
+
+    batch = group(0.5)  # scores 1, 0, -0.5, 0: mean 0.125
+    assert [r.advantage for r in batch.rows] == [0.875, -0.125, -0.625, -0.125]
+    assert [r.reward for r in batch.rows] == [1.0, 0.0, 0.0, 1.0]  # the reward itself is kept
+    assert batch.stats.reward_mean == 0.5 and batch.stats.penalised_episodes == 2
+    assert [r.advantage for r in group(0.0).rows] == [0.5, -0.5, -0.5, 0.5]
+
+
+def test_parse_failures_alone_give_an_all_wrong_group_something_to_learn() -> None:
+    wrong = [one_call(3, 0.0) for _ in range(3)]
+    garbled = make_episode([make_call([1, 2, 3], [9, 9, 9])], 0.0, parse_failures=1)
+    assert build_rows([*wrong, garbled], RowSettings(parse_failure_penalty=0.0)).rows == []
+    batch = build_rows([*wrong, garbled], RowSettings())  # the default penalty
+    assert len(batch.rows) == 4 and batch.rows[-1].advantage < 0 < batch.rows[0].advantage
+    with pytest.raises(ValueError, match="parse_failure_penalty"):
+        RowSettings(parse_failure_penalty=-1.0)
 
 
 def test_token_and_constant_normalisations() -> None:
@@ -162,7 +190,7 @@ def test_truncated_unsampled_and_planner_calls_are_context_only() -> None:
     truncated = make_call([1, 2], [3, 4], finish_reason="length")
     retokenized = make_call([1, 2, 3, 4, 5], [6], extends=True, retokenized=True)
     planner = make_call([50, 51], [52], role="planner")
-    sampled = make_call([1, 2, 3, 4, 5, 6, 7], [8], extends=True, sampling={"temperature": 0.7})
+    sampled = make_call([1, 2, 3, 4, 5, 6, 7], [8], extends=True, sampling={"temperature": 0.7, "constrained": True})
     batch = build_rows([make_episode([truncated, retokenized, planner, sampled], 1.0), one_call(1, 0.0)], RowSettings())
 
     row = max(batch.rows, key=lambda r: len(r.tokens))
@@ -170,7 +198,7 @@ def test_truncated_unsampled_and_planner_calls_are_context_only() -> None:
     assert row.mask == [0, 0, 0, 0, 0, 0, 0, 1]
     assert row.weight == 1.0  # one trained token in the episode
     stats = batch.stats
-    assert (stats.truncated_calls, stats.unsampled_calls, stats.tempered_calls) == (1, 1, 1)
+    assert (stats.truncated_calls, stats.unsampled_calls, stats.tempered_calls, stats.constrained_calls) == (1, 1, 1, 1)
     assert stats.calls == 4  # executor calls of both episodes; the planner's is not one
 
     kept = build_rows([make_episode([truncated], 1.0), one_call(1, 0.0)], RowSettings(mask_truncated=False))

@@ -250,6 +250,16 @@ def test_filters(store: MemoryStore) -> None:
         TrajectoryFilter(split="nightly")
 
 
+def test_an_episode_carries_its_parse_failures_and_timeouts_once_finished(store: MemoryStore) -> None:
+    episode_id = record_episode(store, episode_calls(turns=2), split="train")
+    assert store.executor_episode(episode_id).parse_failures is None  # running: not counted yet
+    store.finish_executor_episode(episode_id, "failed", parse_failures=2, timeouts=1)
+    (trajectory,) = store.trajectories()
+    assert (trajectory.episode.parse_failures, trajectory.episode.timeouts) == (2, 1)
+    (summary,) = store.trajectory_summaries()
+    assert (summary.episode.parse_failures, summary.calls) == (2, 2)
+
+
 def test_chat_episodes_are_not_trajectories(store: MemoryStore) -> None:
     user_id = store.ensure_user("ana")
     session_id = store.ensure_session("s", user_id=user_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import filecmp
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -456,10 +457,11 @@ async def test_without_a_tokenizer_a_plain_server_gives_text_only() -> None:
         fake.enqueue(text="pwd")
         async with OpenAIBackend(fake.base_url, "fake-model") as backend:
             first = await backend.complete(MESSAGES, FEW)
-            second = await backend.complete(MESSAGES, FEW)
+            second = await backend.complete(MESSAGES, replace(FEW, constrained=True))
         sent = fake.requests
 
     assert (first.text, second.text) == ("ls", "pwd")
+    assert second.sampling == FEW  # a server samples unconstrained, and the record says so
     assert first.prompt_ids == first.completion_ids == [] and not first.retokenized
     assert ["return_token_ids" in body for body in sent] == [True, False, False]  # asked once
 
@@ -507,7 +509,7 @@ async def test_the_planner_stands_in_as_executor(tiny_dir: Path) -> None:
         text_only = PlannerBackend(planner(fake))
         with_tokenizer = PlannerBackend(planner(fake), tokenizer_dir=tiny_dir)
         plain = await text_only.complete(
-            MESSAGES, SamplingParams(temperature=0.2, max_tokens=64, seed=3)
+            MESSAGES, SamplingParams(temperature=0.2, max_tokens=64, seed=3, constrained=True)
         )
         retokenized = await with_tokenizer.complete(MESSAGES, FEW)
         with pytest.raises(ExecutorCallError, match="no such model"):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from runtime.executor import LocalModel, SamplingParams, build_tiny_model
+from runtime.executor.action_grammar import is_action_prefix, is_whole_action
 from runtime.executor.sampling import choose_tokens, row_uniforms, sample_batch
 
 TASKS = ["Create a.txt containing x.", "List the files.", "Count the lines of notes.md and print the number."]
@@ -133,3 +135,41 @@ def test_each_row_is_cut_to_the_context_left_after_its_own_prompt(tmp_path: Path
     assert [len(r.ids) for r in rows] == [40 - len(short), 40 - len(long)]
     alone = small.sample(long, SamplingParams(temperature=1.0, max_tokens=100, seed=2))
     assert alone.ids == rows[1].ids  # the same cut, alone or beside a shorter prompt
+
+
+def test_constrained_completions_keep_to_the_action_format(model: LocalModel, prompts: list[list[int]]) -> None:
+    """An untrained model writes anything; constrained, every completion is a start of an action
+    (a whole one where it stopped), the same alone as in a batch, with raw logprobs."""
+    sampling = SamplingParams(temperature=1.0, max_tokens=40, constrained=True)
+    free = model.sample_batch(prompts, replace(sampling, constrained=False), [5, 6, 7])
+    assert not any(is_action_prefix(model.tokenizer.decode(s.ids)) for s in free)
+    batch = model.sample_batch(prompts, sampling, [5, 6, 7])
+    for prompt, sampled in zip(prompts, batch, strict=True):
+        text = model.tokenizer.decode(sampled.ids)
+        assert text.startswith("{") and is_action_prefix(text)
+        assert sampled.finish_reason == "length" or is_whole_action(text)
+        recomputed = model.logprobs_of(prompt, sampled.ids)
+        assert max(abs(a - b) for a, b in zip(recomputed, sampled.logprobs, strict=True)) < 1e-4
+    alone = model.sample(prompts[1], replace(sampling, seed=6))
+    assert alone.ids == batch[1].ids
+
+
+def test_constrained_greedy_takes_the_likeliest_allowed_token(model: LocalModel, prompts: list[list[int]]) -> None:
+    sampled = model.sample(prompts[0], SamplingParams(temperature=0.0, max_tokens=10, constrained=True))
+    constraint = model._action_constraint()
+    with torch.no_grad():
+        logits = model._base(input_ids=torch.tensor([prompts[0] + sampled.ids])).logits[0]  # (P + C, V)
+    text = ""
+    for position, token in enumerate(sampled.ids):
+        allowed = constraint.allowed(text)
+        row = logits[len(prompts[0]) - 1 + position]
+        assert token == allowed[int(row[allowed].argmax())]
+        text += constraint.pieces[token]
+
+
+def test_the_allowed_tokens_listed_at_once_are_those_allowed_one_by_one(model: LocalModel) -> None:
+    constraint = model._action_constraint()
+    action = '{"analysis": "Copy it.", "commands": [{"keystrokes": " cp a.txt b/\\n", "timeout": 10}], "task_complete": true}'
+    for end in [*range(0, len(action), 5), len(action)]:
+        text = action[:end]
+        assert constraint.allowed(text) == [t for t in range(len(constraint.pieces)) if constraint.allows(text, t)], text

@@ -1,0 +1,84 @@
+"""runtime/executor/action_grammar.py: the action format as a regular language, and the token
+constraint built on it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime.executor.action_grammar import ACTION_PATTERN, ActionConstraint, is_action_prefix, is_whole_action
+from runtime.executor.actions import parse_action
+
+CANONICAL = json.dumps(
+    {"analysis": "Copy it.", "commands": [{"keystrokes": "cp notes.txt vault/\n", "timeout": 10}], "task_complete": True}
+)
+# Replies the quickstart's executor wrote at temperature 1 (decoded from gate episodes): each
+# breaks its JSON, and the constraint must refuse it at the character where it breaks.
+GARBLED = [
+    ('{"analysis": "Run it.", "commands": [{"keystrokes": "cp songs.txt st "Run', 'st "R'),
+    ('{"analysis":Run the commands', ":R"),
+    ('{"analysis": "Run it.", "commands": [{"keystrokes": "tr a-z A that.", "sort', '", "s'),
+]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.from_regex(ACTION_PATTERN, fullmatch=True))
+def test_every_whole_match_is_a_valid_action(text: str) -> None:
+    assert is_whole_action(text)
+    action = parse_action(text)
+    assert 1 <= len(action.commands) <= 8 or (action.task_complete and not action.commands)
+
+
+def test_every_prefix_of_a_canonical_action_can_still_become_one() -> None:
+    assert is_whole_action(CANONICAL) and parse_action(CANONICAL).commands[0].keystrokes == "cp notes.txt vault/"
+    assert all(is_action_prefix(CANONICAL[:end]) for end in range(len(CANONICAL) + 1))
+    assert not any(is_whole_action(CANONICAL[:end]) for end in range(len(CANONICAL)))
+    assert not is_action_prefix(CANONICAL + " ")  # nothing after the closing brace
+
+
+@pytest.mark.parametrize(("reply", "breaks_at"), GARBLED)
+def test_garbled_replies_are_refused_where_they_break(reply: str, breaks_at: str) -> None:
+    end = reply.index(breaks_at) + len(breaks_at)
+    assert not is_action_prefix(reply[:end])
+    assert is_action_prefix(reply[: end - 1])
+    with pytest.raises(ValueError):
+        parse_action(reply + '"}]}')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"analysis": "", "commands": [], "task_complete": false}',  # nothing to do, yet not done
+        '{"analysis": "", "commands": [{"keystrokes": " \\n", "timeout": 5}], "task_complete": false}',  # blank
+        '{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 0}], "task_complete": false}',
+        '{"commands": [], "analysis": "", "task_complete": true}',  # keys out of order
+        '```json\n{"analysis": "", "commands": [], "task_complete": true}',
+    ],
+)
+def test_what_the_parser_would_refuse_or_the_layout_varies_is_no_whole_match(text: str) -> None:
+    assert not is_whole_action(text)
+
+
+def test_the_layout_is_json_dumps_and_an_empty_list_ends_the_task() -> None:
+    done = {"analysis": "done", "commands": [], "task_complete": True}
+    assert is_whole_action(json.dumps(done)) and parse_action(json.dumps(done)).task_complete
+    pretty = json.dumps(done, indent=2)
+    assert parse_action(pretty).task_complete and not is_action_prefix(pretty[:3])  # no blank lines to fill
+
+
+def test_the_constraint_allows_a_stop_only_after_a_whole_action() -> None:
+    pieces = ["{", '"analysis": "', "done", '", "commands": [], "task_complete": ', "true", "}", "x", "", '"']
+    stop = 7
+    constraint = ActionConstraint(pieces, {stop})
+    assert constraint.allowed("") == [0]
+    assert constraint.allowed("{") == [1, 8]  # the key, or its first character
+    inside = '{"analysis": "'
+    assert constraint.allowed(inside) == [0, 2, 3, 4, 5, 6, 8]  # any text, or the string's end
+    assert not constraint.allows(inside, 1)  # closes the string, then a letter where "," belongs
+    whole = '{"analysis": "done", "commands": [], "task_complete": true}'
+    assert constraint.allowed(whole) == [stop]
+    assert not constraint.allows(whole[:-1], stop) and constraint.allows(whole[:-1], 5)
+    assert not constraint.allows(inside, 7)  # the empty piece: never sampled
