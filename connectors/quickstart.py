@@ -121,10 +121,11 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
         deadline=grpo_deadline,
     )
     # The gate as the nightly cycle runs it, but for two things a demo this small needs: fewer
-    # pairs in --quick, and a tiny model sampled at temperature 1 breaks its JSON now and then
-    # (1-8 times in 96 attempts in our runs), so up to 3% more parse failures (or timeouts; 2 of
-    # 96) may come with a candidate whose success is significantly higher; the operator sees
-    # both counts.
+    # pairs in --quick, and a tiny model sampled at temperature 1 still fails to parse now and
+    # then although its replies are constrained to the format: `max_tokens` cuts a reply that
+    # wanders inside a long keystrokes string (0-2 times in 96 in our runs). So up to 3% more
+    # parse failures (or timeouts; 2 of 96) may come with a candidate whose success is
+    # significantly higher; the operator sees both counts.
     gate = replace(
         cycle_settings.gate,
         min_pairs=min(cycle_settings.gate.min_pairs, len(test) * evaluation.group_size),
