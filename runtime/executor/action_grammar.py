@@ -12,9 +12,11 @@ shows and `json.dumps` writes (one space after each colon and comma, none elsewh
 in that key order, 0-8 commands (none only with "task_complete": true), a keystrokes string with
 at least one character that is not blank, and a positive timeout. It is a subset of what
 `parse_action` accepts, so a whole match always parses (tests/runtime check this on generated
-strings); a reply cut at `max_tokens` can still fail to parse. The layout is fixed because free
-whitespace is a sink: a small model pushed off the text it wanted to write (a quote inside
-`keystrokes`) fills the reply with blank lines until `max_tokens` cuts it.
+strings). The layout is fixed because free whitespace is a sink: a small model pushed off the
+text it wanted to write (a quote inside `keystrokes`) fills the reply with blank lines until
+`max_tokens` cuts it. A reply must also end in time: `shortest_ending(text)` is the shortest text
+that makes a prefix whole, and `ActionConstraint.ending_tokens` spells it in the fewest tokens,
+which the sampler writes once a row's budget would otherwise run out inside the action.
 
 A completion keeps to the format when each sampled token leaves the text a prefix of some match
 (`regex`'s partial matching decides that), and a stop token is allowed only once the text is a
@@ -43,6 +45,26 @@ _COMMANDS = rf"{_COMMAND}(?:, {_COMMAND}){{0,7}}"
 _COMPLETE = r'\], "task_complete": '
 ACTION_PATTERN = rf'\{{"analysis": {_STRING}, "commands": \[(?:{_COMMANDS}{_COMPLETE}(?:true|false)|{_COMPLETE}true)\}}'
 _ACTION = regex.compile(ACTION_PATTERN)
+# The shortest actions (no command, one, two): every prefix's shortest ending is a suffix of one of them, after at most
+# a few characters that finish an escape (`\\"`, `\\u0000`) or give blank keystrokes a visible one.
+_SHORTEST = (
+    '{"analysis": "", "commands": [], "task_complete": true}',
+    '{"analysis": "", "commands": [{"keystrokes": "a", "timeout": 1}], "task_complete": true}',
+    '{"analysis": "", "commands": [{"keystrokes": "a", "timeout": 1}], "task_complete": false}',
+    '{"analysis": "", "commands": [{"keystrokes": "a", "timeout": 1}, '
+    '{"keystrokes": "a", "timeout": 1}], "task_complete": true}',
+)
+_LEADS = ("", "a", '"', '"a', *(("0" * k + tail) for k in range(1, 5) for tail in ("", "a")))
+# Inside analysis or keystrokes: (a visible character, then) close the string and what is open.
+_FREE_STRING_ENDINGS = sorted(
+    (lead + action[action.index(key) - 3 :]
+     for lead in ("", "a")
+     for action, key in ((_SHORTEST[0], '"commands"'), (_SHORTEST[1], '"timeout"'))),
+    key=len,
+)  # fmt: skip
+_ENDINGS = sorted(
+    {lead + action[cut:] for action in _SHORTEST for cut in range(len(action) + 1) for lead in _LEADS}, key=len
+)
 _PLAIN = regex.compile(r'[^"\\\x00-\x1f]+')  # text that can go anywhere inside an open string
 _FREE_TEXT_PROBE = "\u00a7"  # a character only the free strings (analysis, keystrokes) admit
 
@@ -56,6 +78,25 @@ def is_whole_action(text: str) -> bool:
     return _ACTION.fullmatch(text) is not None
 
 
+def shortest_ending(text: str) -> str | None:
+    """The shortest text that makes the action prefix `text` whole (None: `text` is no prefix).
+    Only endings whose first character fits are tried, so the search stays short."""
+    if not is_action_prefix(text):
+        return None
+    if is_action_prefix(text + _FREE_TEXT_PROBE):  # inside a free string: close it, then the rest
+        for ending in _FREE_STRING_ENDINGS:
+            if is_whole_action(text + ending):
+                return ending
+    fits: dict[str, bool] = {"": True}
+    for ending in _ENDINGS:
+        first = ending[:1]
+        if first not in fits:
+            fits[first] = is_action_prefix(text + first)
+        if fits[first] and is_whole_action(text + ending):
+            return ending
+    return None
+
+
 class ActionConstraint:
     """See the module docstring. `pieces[t]` is token t's text ("" for tokens never to sample:
     special tokens, ids past the tokenizer's vocabulary); `stop_ids` end a completion."""
@@ -67,6 +108,13 @@ class ActionConstraint:
         self._all = _Trie(usable)
         self._plain = [t for p, t in usable if _PLAIN.fullmatch(p)]  # tokens any open string may take
         self._other = _Trie([(p, t) for p, t in usable if not _PLAIN.fullmatch(p)])
+        self._by_piece: dict[str, int] = {}
+        for piece, token in usable:
+            self._by_piece.setdefault(piece, token)
+        self._longest = max((len(piece) for piece in self._by_piece), default=0)
+        self._spelled: dict[str, list[int] | None] = {}  # ending -> its fewest tokens
+        # Tokens any ending can need: no prefix's shortest ending is longer than the empty text's.
+        self.ending_bound = max(self.ending_length("") or 0, len(_SHORTEST[0]) // 2) + len(_LEADS[-1]) + 1
 
     def allows(self, text: str, token: int) -> bool:
         """Whether `token` may follow the completion text `text` (itself an action prefix)."""
@@ -74,6 +122,36 @@ class ActionConstraint:
             return is_whole_action(text)
         piece = self.pieces[token] if 0 <= token < len(self.pieces) else ""
         return bool(piece) and is_action_prefix(text + piece)
+
+    def ending_tokens(self, text: str) -> list[int] | None:
+        """The fewest tokens that make `text` a whole action, then a stop token (when there is
+        one): how a reply about to run out of `max_tokens` closes. None if no ending can be
+        written with these pieces."""
+        ending = shortest_ending(text)
+        if ending is None:
+            return None
+        if ending not in self._spelled:
+            self._spelled[ending] = self._spell(ending)
+        tokens = self._spelled[ending]
+        if tokens is None:
+            return None
+        return [*tokens, *sorted(self.stop_ids)[:1]]
+
+    def ending_length(self, text: str) -> int | None:
+        """len(ending_tokens(text)), None where there is no ending."""
+        tokens = self.ending_tokens(text)
+        return None if tokens is None else len(tokens)
+
+    def _spell(self, text: str) -> list[int] | None:
+        """`text` in the fewest tokens whose pieces concatenate to it (None if no such tokens)."""
+        fewest: list[list[int] | None] = [None] * len(text) + [[]]  # fewest[i]: text[i:]
+        for start in range(len(text) - 1, -1, -1):
+            for end in range(start + 1, min(len(text), start + self._longest) + 1):
+                token, rest = self._by_piece.get(text[start:end]), fewest[end]
+                if token is not None and rest is not None:
+                    if fewest[start] is None or len(rest) + 1 < len(fewest[start]):
+                        fewest[start] = [token, *rest]
+        return fewest[0]
 
     def allowed(self, text: str) -> list[int]:
         """Every token `allows` after `text`, sorted. Inside a free string every plain token fits

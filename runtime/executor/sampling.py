@@ -32,7 +32,11 @@ u from what is left, up to `_REDRAWS` times; then from the distribution restrict
 the format allows (`ActionConstraint.allowed`). Either way the draw is from the model's
 distribution restricted to the allowed tokens and renormalised, a function of the row's own seed
 as before. The recorded logprobs stay raw (unrestricted) ones; a trained model almost always
-samples an allowed token first, so the two differ on few tokens.
+samples an allowed token first, so the two differ on few tokens. A row also closes its action
+in time: once its token budget (`max_tokens` less what it wrote) comes within
+`ActionConstraint.ending_bound`, a token after which the shortest ending (then a stop token) no
+longer fits is replaced by that ending, written in the fewest tokens, so a reply that wanders
+inside a long string still parses (as a wrong command) instead of being cut at `max_tokens`.
 
 Batching: prompts are left-padded to one width, with an attention mask and position ids that
 start at each row's first real token, and decoded together with the key-value cache. Ids and
@@ -103,13 +107,17 @@ def sample_batch(
     stopped = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,) ended on a stop token
     finished = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,)
     texts = [""] * rows  # each row's completion text so far, for the constraint
+    endings: list[list[int]] = [[] for _ in range(rows)]  # tokens a row closing its action has left
     for step in range(steps):
         logits = output.logits[:, -1].float()  # (N, V)
         raw = torch.log_softmax(logits, dim=-1)  # (N, V)
         step_uniforms = uniforms[:, step] if temperature > 0 else None
         tokens = choose_tokens(logits, temperature, top_p, step_uniforms)
         if constraint is not None:
-            tokens = _keep_to(constraint, texts, tokens, logits, finished, temperature, top_p, step_uniforms)
+            budgets = (limits - produced).tolist()  # tokens each row may still write, this one included
+            tokens = _keep_to(
+                constraint, texts, endings, budgets, tokens, logits, finished, temperature, top_p, step_uniforms
+            )
         ids[:, step] = tokens
         logprobs[:, step] = raw.gather(1, tokens[:, None])[:, 0]
         if top_logprobs:
@@ -137,6 +145,8 @@ def sample_batch(
 def _keep_to(
     constraint: ActionConstraint,
     texts: list[str],
+    endings: list[list[int]],
+    budgets: list[int],
     tokens: torch.Tensor,
     logits: torch.Tensor,
     finished: torch.Tensor,
@@ -145,17 +155,34 @@ def _keep_to(
     uniforms: torch.Tensor | None,
 ) -> torch.Tensor:
     """`tokens` (N,) with each running row's token replaced, where the constraint refuses it, by
-    a draw from that row's allowed tokens; `texts` grow by the tokens kept."""
+    a draw from that row's allowed tokens, or by the next token of the row's ending once the row
+    must close its action to fit its budget; `texts` grow by the tokens kept."""
     chosen, done = tokens.tolist(), finished.tolist()
     for row, token in enumerate(chosen):
         if done[row]:
             continue
-        if not constraint.allows(texts[row], token):
-            row_uniform = None if uniforms is None else uniforms[row : row + 1]
-            token = _redraw(constraint, texts[row], token, logits[row : row + 1], temperature, top_p, row_uniform)
-            chosen[row] = token
+        if endings[row]:
+            token = endings[row].pop(0)
+        else:
+            if not constraint.allows(texts[row], token):
+                row_uniform = None if uniforms is None else uniforms[row : row + 1]
+                token = _redraw(constraint, texts[row], token, logits[row : row + 1], temperature, top_p, row_uniform)
+            near_the_end = budgets[row] <= constraint.ending_bound
+            if near_the_end and not _still_closes(constraint, texts[row], token, budgets[row]):
+                ending = constraint.ending_tokens(texts[row])
+                if ending is not None and len(ending) <= budgets[row]:
+                    token, endings[row] = ending[0], ending[1:]
+        chosen[row] = token
         texts[row] += "" if token in constraint.stop_ids else constraint.pieces[token]
     return torch.tensor(chosen, dtype=tokens.dtype, device=tokens.device)
+
+
+def _still_closes(constraint: ActionConstraint, text: str, token: int, budget: int) -> bool:
+    """Whether, after `token`, the action can still end within the `budget - 1` tokens left."""
+    if token in constraint.stop_ids:
+        return True
+    needed = constraint.ending_length(text + constraint.pieces[token])
+    return needed is not None and needed <= budget - 1
 
 
 def _redraw(

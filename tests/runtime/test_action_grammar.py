@@ -9,7 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.executor.action_grammar import ACTION_PATTERN, ActionConstraint, is_action_prefix, is_whole_action
+from runtime.executor.action_grammar import (
+    ACTION_PATTERN,
+    ActionConstraint,
+    is_action_prefix,
+    is_whole_action,
+    shortest_ending,
+)
 from runtime.executor.actions import parse_action
 
 CANONICAL = json.dumps(
@@ -82,3 +88,50 @@ def test_the_constraint_allows_a_stop_only_after_a_whole_action() -> None:
     assert constraint.allowed(whole) == [stop]
     assert not constraint.allows(whole[:-1], stop) and constraint.allows(whole[:-1], 5)
     assert not constraint.allows(inside, 7)  # the empty piece: never sampled
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.from_regex(ACTION_PATTERN, fullmatch=True), st.floats(0, 1))
+def test_every_prefix_has_an_ending_no_longer_than_its_own_rest(action: str, where: float) -> None:
+    prefix = action[: int(where * len(action))]
+    ending = shortest_ending(prefix)
+    assert ending is not None and is_whole_action(prefix + ending)
+    assert len(ending) <= len(action) - len(prefix)
+    assert all(not is_whole_action(prefix + ending[:cut]) for cut in range(len(ending)))
+
+
+@pytest.mark.parametrize(
+    ("prefix", "ending"),
+    [
+        ("", '{"analysis": "", "commands": [], "task_complete": true}'),
+        ('{"analysis": "Run tr >>>>', '", "commands": [], "task_complete": true}'),
+        ('{"analysis": "", "commands": [{"keystrokes": "tr a-z A>>>>', '", "timeout": 1}], "task_complete": true}'),
+        ('{"analysis": "", "commands": [{"keystrokes": " ', 'a", "timeout": 1}], "task_complete": true}'),  # not blank
+        ('{"analysis": "", "commands": [{"keystrokes": "ls\\', '"", "timeout": 1}], "task_complete": true}'),  # \"
+        ('{"analysis": "", "commands": [{"keystrokes": "ls\\u0', '000", "timeout": 1}], "task_complete": true}'),
+        ('{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 2.', '0}], "task_complete": true}'),
+        ('{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 2}], "task_complete": f', "alse}"),
+        (CANONICAL, ""),
+        ('{"analysis": "x"}', None),  # no action prefix at all
+    ],
+)
+def test_the_shortest_ending_of_each_kind_of_prefix(prefix: str, ending: str | None) -> None:
+    found = shortest_ending(prefix)
+    if ending is None:
+        assert found is None
+    else:  # as short as the one given (where two are, either will do)
+        assert found is not None and len(found) == len(ending) and is_whole_action(prefix + found)
+
+
+def test_an_ending_is_spelled_in_the_fewest_tokens_then_a_stop() -> None:
+    words = ["{", '"', "a", "analysis", '": "', '", "', "commands", '": [], "', "task_complete", '": ', "true", "}"]
+    pieces = [*words, "", ",", " ", ":", "[", "]"]
+    pieces += [c for c in "nlysiomdtk_epruc" if c not in pieces]
+    stop = 12
+    constraint = ActionConstraint(pieces, {stop})
+    ending = constraint.ending_tokens("")
+    assert ending is not None and ending[-1] == stop
+    assert [pieces[t] for t in ending[:-1]] == [word for word in words if word != "a"]
+    assert constraint.ending_length('{"analysis": "x') == 8 and constraint.ending_tokens(CANONICAL) == [stop]
+    assert constraint.ending_bound >= constraint.ending_length("")
+    assert ActionConstraint(["{"], {}).ending_tokens("") is None  # the pieces cannot write it

@@ -10,6 +10,7 @@ import torch
 
 from runtime.executor import LocalModel, SamplingParams, build_tiny_model
 from runtime.executor.action_grammar import is_action_prefix, is_whole_action
+from runtime.executor.actions import parse_action
 from runtime.executor.sampling import choose_tokens, row_uniforms, sample_batch
 
 TASKS = ["Create a.txt containing x.", "List the files.", "Count the lines of notes.md and print the number."]
@@ -138,16 +139,16 @@ def test_each_row_is_cut_to_the_context_left_after_its_own_prompt(tmp_path: Path
 
 
 def test_constrained_completions_keep_to_the_action_format(model: LocalModel, prompts: list[list[int]]) -> None:
-    """An untrained model writes anything; constrained, every completion is a start of an action
-    (a whole one where it stopped), the same alone as in a batch, with raw logprobs."""
+    """An untrained model writes anything; constrained, every completion is an action that parses,
+    closed in time to fit `max_tokens`, the same alone as in a batch, with raw logprobs."""
     sampling = SamplingParams(temperature=1.0, max_tokens=40, constrained=True)
     free = model.sample_batch(prompts, replace(sampling, constrained=False), [5, 6, 7])
     assert not any(is_action_prefix(model.tokenizer.decode(s.ids)) for s in free)
     batch = model.sample_batch(prompts, sampling, [5, 6, 7])
     for prompt, sampled in zip(prompts, batch, strict=True):
         text = model.tokenizer.decode(sampled.ids)
-        assert text.startswith("{") and is_action_prefix(text)
-        assert sampled.finish_reason == "length" or is_whole_action(text)
+        assert sampled.finish_reason == "stop" and len(sampled.ids) <= 40
+        assert is_whole_action(text) and parse_action(text).task_complete is not None
         recomputed = model.logprobs_of(prompt, sampled.ids)
         assert max(abs(a - b) for a, b in zip(recomputed, sampled.logprobs, strict=True)) < 1e-4
     alone = model.sample(prompts[1], replace(sampling, seed=6))
@@ -173,3 +174,19 @@ def test_the_allowed_tokens_listed_at_once_are_those_allowed_one_by_one(model: L
     for end in [*range(0, len(action), 5), len(action)]:
         text = action[:end]
         assert constraint.allowed(text) == [t for t in range(len(constraint.pieces)) if constraint.allows(text, t)], text
+
+
+def test_a_reply_wandering_in_a_string_closes_just_in_time(model: LocalModel, prompts: list[list[int]]) -> None:
+    """Where the budget allows, a row writes freely, and closes its action only when the shortest
+    ending would no longer fit: a longer budget gives a longer reply with the same start."""
+    constraint = model._action_constraint()
+    short, long = (
+        model.sample(prompts[2], SamplingParams(temperature=1.0, max_tokens=limit, constrained=True, seed=3))
+        for limit in (constraint.ending_length("") + 4, 60)
+    )
+    assert short.finish_reason == long.finish_reason == "stop"
+    assert len(short.ids) < len(long.ids) <= 60
+    free_steps = len(short.ids) - constraint.ending_length("") - 4
+    assert short.ids[:free_steps] == long.ids[:free_steps]
+    too_short = model.sample(prompts[2], SamplingParams(temperature=1.0, max_tokens=3, constrained=True, seed=3))
+    assert too_short.finish_reason == "length"  # no action fits in 3 tokens: nothing to close
