@@ -113,7 +113,10 @@ class ActionConstraint:
             self._by_piece.setdefault(piece, token)
         self._longest = max((len(piece) for piece in self._by_piece), default=0)
         self._spelled: dict[str, list[int] | None] = {}  # ending -> its fewest tokens
-        # Tokens any ending can need: no prefix's shortest ending is longer than the empty text's.
+        # How near the end of its budget a row starts checking that it can still close: no
+        # prefix's shortest ending has more characters than the empty text's, plus at most a lead
+        # (`_LEADS`) and the stop. In tokens a later ending can spell worse than the empty text's
+        # (fewer merges fit it), so the empty text's count is floored at half its characters.
         self.ending_bound = max(self.ending_length("") or 0, len(_SHORTEST[0]) // 2) + len(_LEADS[-1]) + 1
 
     def allows(self, text: str, token: int) -> bool:

@@ -177,16 +177,18 @@ def test_the_allowed_tokens_listed_at_once_are_those_allowed_one_by_one(model: L
 
 
 def test_a_reply_wandering_in_a_string_closes_just_in_time(model: LocalModel, prompts: list[list[int]]) -> None:
-    """Where the budget allows, a row writes freely, and closes its action only when the shortest
-    ending would no longer fit: a longer budget gives a longer reply with the same start."""
+    """A row writes freely until its budget comes within `ending_bound`, then closes its action:
+    a tight budget still gives a whole action, and a longer one the same start, then more."""
     constraint = model._action_constraint()
-    short, long = (
+    free_steps = 16
+    tight, short, long = (
         model.sample(prompts[2], SamplingParams(temperature=1.0, max_tokens=limit, constrained=True, seed=3))
-        for limit in (constraint.ending_length("") + 4, 60)
+        for limit in (constraint.ending_length("") + 4, constraint.ending_bound + free_steps, 64)
     )
-    assert short.finish_reason == long.finish_reason == "stop"
-    assert len(short.ids) < len(long.ids) <= 60
-    free_steps = len(short.ids) - constraint.ending_length("") - 4
+    for sampled, limit in ((tight, constraint.ending_length("") + 4), (short, constraint.ending_bound + free_steps)):
+        assert sampled.finish_reason == "stop" and len(sampled.ids) <= limit
+        assert is_whole_action(model.tokenizer.decode(sampled.ids))
+    assert len(short.ids) < len(long.ids) <= 64
     assert short.ids[:free_steps] == long.ids[:free_steps]
     too_short = model.sample(prompts[2], SamplingParams(temperature=1.0, max_tokens=3, constrained=True, seed=3))
     assert too_short.finish_reason == "length"  # no action fits in 3 tokens: nothing to close
