@@ -115,8 +115,9 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
         tasks_per_iteration=4 if quick else 16,
         replay=ReplaySettings(group_size=4 if quick else 8, executor=one_turn),
         evaluation=evaluation,
-        # LoRA at 1e-4 (the default, for real models) barely moves a model this small.
-        train=TrainSettings(lora=LoraSettings(rank=8), learning_rate=2e-3),
+        # LoRA at 1e-4 (the default, for real models) barely moves a model this small. Replays
+        # cost more than updates here, so each batch is trained on twice (the clip bounds it).
+        train=TrainSettings(lora=LoraSettings(rank=8), learning_rate=2e-3, updates_per_batch=2),
         seed=seed,
         deadline=grpo_deadline,
     )

@@ -2,7 +2,8 @@
 
     for each iteration:  replay a batch of training tasks G times with the policy being trained
                          (learner/replay.py), build GRPO rows from exactly those episodes
-                         (learner/rows.py), take one optimizer step (learner/train.py)
+                         (learner/rows.py), take one training step on them (learner/train.py:
+                         `updates_per_batch` optimizer updates)
     (which tasks: learner/task_sampling.py, uniformly or weighted towards tasks whose groups vary)
     then:                replay the frozen held-out tasks with the same seeds for the current
                          executor and the candidate, and let the gate decide (learner/gate.py);

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,28 @@ def test_a_step_is_on_policy_and_moves_toward_the_rewarded_episodes(local: Local
 
     again = trainer.step(batch)  # a second update on the same rows: now off-policy
     assert again.approx_kl > 0 and again.step == 2
+
+
+def test_updates_per_batch_are_that_many_updates_in_one_step(local: LocalModel) -> None:
+    batch = sampled_batch(local, seed=4)
+    settings = TrainSettings(learning_rate=3e-2, lora=LoraSettings(rank=4), epsilon_low=0.05, epsilon_high=0.05)
+    one_at_a_time = GRPOTrainer(local, settings)
+    singles = [one_at_a_time.step(batch) for _ in range(3)]
+    together = GRPOTrainer(local, replace(settings, updates_per_batch=3))
+
+    metrics = together.step(batch)
+
+    assert (metrics.step, one_at_a_time.step_count) == (1, 3)  # one step, however many updates
+    for (name, mine), theirs in zip(together.policy.module.named_parameters(), one_at_a_time.policy.module.parameters(), strict=True):
+        assert torch.allclose(mine, theirs, atol=1e-6), name
+    # The loss and entropy are the first update's (the sampling policy); the KL and the clip are
+    # measured before the last, after two updates moved the policy away from the captured one.
+    assert metrics.loss == pytest.approx(singles[0].loss, abs=1e-6)
+    assert metrics.entropy == pytest.approx(singles[0].entropy, abs=1e-6)
+    assert metrics.approx_kl == pytest.approx(singles[2].approx_kl, rel=1e-4) and metrics.approx_kl > 1e-4
+    assert metrics.clip_fraction == pytest.approx(singles[2].clip_fraction) and metrics.clip_fraction > 0
+    with pytest.raises(ValueError, match="updates_per_batch"):
+        TrainSettings(updates_per_batch=0)
 
 
 def test_lora_trains_only_the_adapter_and_hands_the_weights_back(local: LocalModel, tmp_path: Path) -> None:
