@@ -104,6 +104,7 @@ class ActionConstraint:
     def __init__(self, pieces: Sequence[str], stop_ids: Collection[int]) -> None:
         self.pieces = list(pieces)
         self.stop_ids = frozenset(stop_ids)
+        self._closing_stop = sorted(self.stop_ids)[:1]  # the stop token an ending writes (if any)
         usable = sorted((piece, token) for token, piece in enumerate(self.pieces) if piece and token not in self.stop_ids)
         self._all = _Trie(usable)
         self._plain = [t for p, t in usable if _PLAIN.fullmatch(p)]  # tokens any open string may take
@@ -138,7 +139,7 @@ class ActionConstraint:
         tokens = self._spelled[ending]
         if tokens is None:
             return None
-        return [*tokens, *sorted(self.stop_ids)[:1]]
+        return [*tokens, *self._closing_stop]
 
     def ending_length(self, text: str) -> int | None:
         """len(ending_tokens(text)), None where there is no ending."""
