@@ -2,6 +2,7 @@
 
     logprobs, _ = token_logprobs(model, inputs, targets, chunk_tokens=1024)       # (B, T)
     logprobs, entropy = token_logprobs(model, inputs, targets, entropy_at=mask)    # (B, T) each
+    logprobs, _ = token_logprobs(model, inputs, targets, temperature=1.3)           # log_softmax(logits / 1.3)
 
 The full logits tensor (B, T, V) is never built: the decoder runs once over the whole sequence
 (hidden states (B, T, H) are small), then the output head and the log-softmax run on chunks of
@@ -10,9 +11,10 @@ at most `chunk_tokens` positions, each gathering its targets' log-probabilities,
 under activation checkpointing: its logits are recomputed in the backward pass instead of being
 kept, which trades one more output-head matmul for memory that no longer grows with T.
 
-The log-probabilities are raw (temperature 1, no top-p), matching the executor's captured ones
-(runtime/executor/sampling.py). The entropy returned is that of the full next-token distribution
-at the positions `entropy_at` marks (0 elsewhere: the exp over the vocabulary is not free, and
+The log-probabilities are raw by default (temperature 1, no top-p), matching the executor's
+captured ones (runtime/executor/sampling.py); `temperature` divides the logits first, giving the
+distribution the sampler drew from at that temperature. The entropy returned is that of the same
+next-token distribution at the positions `entropy_at` marks (0 elsewhere: the exp over the vocabulary is not free, and
 prompt positions are not what the metric is about), detached: a metric, not a loss term.
 
 Models: any Hugging Face causal LM whose logits are `output_embeddings(decoder(x))` (Llama,
@@ -37,9 +39,12 @@ def token_logprobs(
     *,
     chunk_tokens: int = 1024,
     entropy_at: torch.Tensor | None = None,
+    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(log p(targets[b, t] | inputs[b, :t+1]), entropy where `entropy_at` (B, T) is nonzero, or
-    None without it), both (B, T) float32."""
+    None without it), both (B, T) float32; p is softmax(logits / temperature)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive; got {temperature}")
     decoder, head = split_model(model)
     hidden = decoder(input_ids=inputs, use_cache=False).last_hidden_state  # (B, T, H)
     positions = max(1, chunk_tokens // inputs.shape[0])
@@ -50,10 +55,10 @@ def token_logprobs(
         where = None if entropy_at is None else entropy_at[:, span].bool()  # (B, c)
         if recompute:
             chosen, entropy = checkpoint(
-                _chunk, head, hidden[:, span], targets[:, span], where, use_reentrant=False
+                _chunk, head, hidden[:, span], targets[:, span], where, temperature, use_reentrant=False
             )
         else:
-            chosen, entropy = _chunk(head, hidden[:, span], targets[:, span], where)
+            chosen, entropy = _chunk(head, hidden[:, span], targets[:, span], where, temperature)
         logprobs.append(chosen)
         entropies.append(entropy)
     entropy = None if entropy_at is None else torch.cat(entropies, dim=1)  # (B, T)
@@ -61,9 +66,15 @@ def token_logprobs(
 
 
 def _chunk(
-    head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, where: torch.Tensor | None
+    head: torch.nn.Module,
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    where: torch.Tensor | None,
+    temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     logits = head(hidden).float()  # (B, c, V)
+    if temperature != 1.0:
+        logits = logits / temperature
     logp = torch.log_softmax(logits, dim=-1)  # (B, c, V)
     chosen = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, c)
     entropy = torch.zeros_like(chosen)  # (B, c)

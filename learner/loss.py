@@ -20,8 +20,10 @@ Where it departs from the textbook:
   first update).
 - Those captured logprobs are raw model logprobs (temperature 1, no top-p; see
   runtime/executor/sampling.py), and so is `new`: training assumes tokens were sampled at
-  temperature 1 and top-p 1, which is how the learner replays tasks. Tokens sampled otherwise are
-  trained on as if sampled from the raw distribution (rows.py counts them).
+  temperature 1 and top-p 1. Tokens sampled otherwise are trained on as if sampled from the raw
+  distribution (rows.py counts them), unless the trainer is told the temperature
+  (`TrainSettings.temperature`): then both sides of the ratio are tempered, the old side
+  recomputed by the trainer (learner/train.py).
 - The reference for the KL term is the base model with the LoRA adapter disabled (or a frozen
   copy of the starting weights in full fine-tuning), not the previous checkpoint; beta defaults
   to 0 (DAPO, Dr. GRPO), which leaves only the clip as the trust region.

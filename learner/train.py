@@ -25,6 +25,13 @@ before the update. More than one update per batch gets more learning out of each
 costs more than an update (on a CPU, replaying 16 tasks 8 times takes about twice as long as
 one update on their rows); the clip is what keeps the extra updates from overfitting the batch.
 
+Except at a `temperature` other than 1. Replays sampled hotter than the model (to explore: a
+group whose attempts all fail teaches nothing) drew their tokens from softmax(logits / T), and
+the captured raw logprobs are not that distribution. Then every log-probability here is taken
+at T, and the old policy is the trainer's own at T: the first update's log-probabilities,
+detached (the weights that sampled, since replays sample with the policy being trained), kept
+for the later updates. The first update's ratios are then exactly 1.
+
 Determinism: a step uses no randomness (no dropout: the model stays in eval mode), so the same
 rows on the same weights and optimizer state give the same update; that is what makes a resumed
 run equal an uninterrupted one. The trainer logs nothing itself: `StepMetrics` is for the caller.
@@ -61,6 +68,9 @@ class TrainSettings:
     beta: float = 0.0  # weight of the KL term against the reference; 0 turns it off
     max_grad_norm: float = 1.0
     updates_per_batch: int = 1  # optimizer updates on each batch (GRPO's mu); a step makes them all
+    # The temperature the rows were sampled at: log-probabilities are taken at it, and at any
+    # value but 1 the old policy is recomputed on the first update (module docstring).
+    temperature: float = 1.0
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
     logprob_chunk_tokens: int = 1024  # positions x rows whose logits exist at once
@@ -82,6 +92,8 @@ class TrainSettings:
             raise ValueError(f"max_grad_norm must be positive; got {self.max_grad_norm}")
         if self.updates_per_batch < 1:
             raise ValueError(f"updates_per_batch must be at least 1; got {self.updates_per_batch}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be positive (training samples); got {self.temperature}")
         if self.logprob_chunk_tokens < 1:
             raise ValueError(f"logprob_chunk_tokens must be at least 1; got {self.logprob_chunk_tokens}")
         if self.checkpoint_every < 0 or self.keep_checkpoints < 1:
@@ -163,10 +175,13 @@ class GRPOTrainer:
         grad_norm = 0.0
         if batch.rows:
             micro_batches = [collate(pack, batch.denominator, self.policy.device) for pack in batch.packs]
+            # The old policy per micro-batch: captured, or None until the first update computes it.
+            captured = self.settings.temperature == 1.0
+            olds = [micro.old_logprobs if captured else None for micro in micro_batches]
             for _ in range(self.settings.updates_per_batch):
                 updates.append(_Totals())
-                for micro in micro_batches:
-                    self._accumulate(micro, updates[-1])
+                for index, micro in enumerate(micro_batches):
+                    olds[index] = self._accumulate(micro, olds[index], updates[-1])
                 parameters = self.policy.trainable_parameters()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, self.settings.max_grad_norm))
                 self.optimizer.step()
@@ -193,19 +208,25 @@ class GRPOTrainer:
             seconds=time.perf_counter() - started,
         )
 
-    def _accumulate(self, micro: MicroBatch, totals: _Totals) -> None:
-        """Forward and backward over one micro-batch, adding to the step's metric sums."""
-        chunk = self.settings.logprob_chunk_tokens
+    def _accumulate(self, micro: MicroBatch, old: torch.Tensor | None, totals: _Totals) -> torch.Tensor:
+        """Forward and backward over one micro-batch, adding to the step's metric sums; `old`: the
+        old policy's log-probabilities (B, T), or None for the policy's own now. Returns `old`."""
+        chunk, temperature = self.settings.logprob_chunk_tokens, self.settings.temperature
         reference = None
         if self.settings.beta > 0:
             with torch.no_grad(), self.policy.reference() as frozen:
-                reference, _ = token_logprobs(frozen, micro.inputs, micro.targets, chunk_tokens=chunk)
+                reference, _ = token_logprobs(
+                    frozen, micro.inputs, micro.targets, chunk_tokens=chunk, temperature=temperature
+                )
         new, entropy = token_logprobs(
-            self.policy.module, micro.inputs, micro.targets, chunk_tokens=chunk, entropy_at=micro.mask
-        )  # (B, T), (B, T)
+            self.policy.module, micro.inputs, micro.targets,
+            chunk_tokens=chunk, entropy_at=micro.mask, temperature=temperature,
+        )  # fmt: skip  # (B, T), (B, T)
+        if old is None:
+            old = new.detach()
         terms = policy_loss(
             new,
-            micro.old_logprobs,
+            old,
             micro.advantages,
             micro.coefficients,
             epsilon_low=self.settings.epsilon_low,
@@ -223,6 +244,7 @@ class GRPOTrainer:
             totals.entropy += (entropy * mask).sum().item()
         if terms.kl is not None:
             totals.kl_ref += (terms.kl * mask).sum().item()
+        return old
 
     def save_checkpoint(self) -> Path:
         if self.checkpoint_dir is None:

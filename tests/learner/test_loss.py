@@ -101,6 +101,23 @@ def test_chunked_logprobs_equal_the_full_logits(tiny_lm: torch.nn.Module) -> Non
     torch.testing.assert_close(entropy, expected_entropy * marked, atol=1e-4, rtol=1e-5)
 
 
+def test_logprobs_at_a_temperature_are_those_of_the_divided_logits(tiny_lm: torch.nn.Module) -> None:
+    generator = torch.Generator().manual_seed(2)
+    inputs = torch.randint(0, 2000, (2, 23), generator=generator)  # (B, T)
+    targets = torch.randint(0, 2000, (2, 23), generator=generator)  # (B, T)
+    everywhere = torch.ones(2, 23, dtype=torch.bool)
+    with torch.no_grad():
+        full = torch.log_softmax(tiny_lm(input_ids=inputs).logits.float() / 1.7, dim=-1)  # (B, T, V)
+        hot, entropy = token_logprobs(tiny_lm, inputs, targets, chunk_tokens=5, entropy_at=everywhere, temperature=1.7)
+        raw, raw_entropy = token_logprobs(tiny_lm, inputs, targets, entropy_at=everywhere)
+    torch.testing.assert_close(hot, full.gather(-1, targets[..., None]).squeeze(-1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(entropy, -(full.exp() * full).sum(-1), atol=1e-4, rtol=1e-5)
+    assert entropy is not None and raw_entropy is not None and (entropy > raw_entropy).all()  # hotter: flatter
+    assert not torch.allclose(hot, raw)
+    with pytest.raises(ValueError, match="temperature"):
+        token_logprobs(tiny_lm, inputs, targets, temperature=0.0)
+
+
 def test_chunked_gradients_equal_unchunked(tiny_lm: torch.nn.Module) -> None:
     generator = torch.Generator().manual_seed(1)
     inputs = torch.randint(0, 2000, (2, 29), generator=generator)  # (B, T)

@@ -31,7 +31,9 @@ REWARDS = [1.0, 0.0, 0.0, 1.0]
 OBSERVATION = "<|end|>\n<|user|>\n$ ls\nnotes.txt data.csv\n<|end|>\n<|assistant|>\n"
 
 
-def sampled_episode(model: LocalModel, episode_id: int, reward: float, group: str, seed: int) -> Trajectory:
+def sampled_episode(
+    model: LocalModel, episode_id: int, reward: float, group: str, seed: int, temperature: float = 1.0
+) -> Trajectory:
     """A two-call episode sampled by `model`: the second prompt extends the first prompt and
     completion with a tool observation, as the executor loop's would."""
     tokenizer = model.tokenizer
@@ -39,7 +41,7 @@ def sampled_episode(model: LocalModel, episode_id: int, reward: float, group: st
     prompt = tokenizer.encode_chat(messages)
     calls = []
     for index in range(2):
-        sampling = SamplingParams(temperature=1.0, max_tokens=10, seed=seed * 2 + index)
+        sampling = SamplingParams(temperature=temperature, max_tokens=10, seed=seed * 2 + index)
         sample = model.sample(prompt, sampling)
         calls.append(
             RecordedCall(
@@ -60,9 +62,11 @@ def sampled_episode(model: LocalModel, episode_id: int, reward: float, group: st
     return Trajectory(episode, calls)
 
 
-def sampled_batch(model: LocalModel, seed: int, groups: tuple[str, ...] = ("count lines", "list files")) -> RowBatch:
+def sampled_batch(
+    model: LocalModel, seed: int, groups: tuple[str, ...] = ("count lines", "list files"), temperature: float = 1.0
+) -> RowBatch:
     trajectories = [
-        sampled_episode(model, 100 * g + i, reward, group, seed=1000 * seed + 10 * g + i)
+        sampled_episode(model, 100 * g + i, reward, group, seed=1000 * seed + 10 * g + i, temperature=temperature)
         for g, group in enumerate(groups)
         for i, reward in enumerate(REWARDS)
     ]
@@ -77,12 +81,12 @@ def train_until(trainer: GRPOTrainer, steps: int, announce: bool = False) -> Non
             print(f"step {trainer.step_count}", flush=True)
 
 
-def episode_logprob(model: torch.nn.Module, row_tokens: list[int], mask: list[int]) -> float:
-    """Summed logprob of a row's trained tokens under `model`."""
+def episode_logprob(model: torch.nn.Module, row_tokens: list[int], mask: list[int], temperature: float = 1.0) -> float:
+    """Summed logprob of a row's trained tokens under `model` (its logits divided by `temperature`)."""
     inputs = torch.tensor([row_tokens[:-1]])
     targets = torch.tensor([row_tokens[1:]])
     with torch.no_grad():
-        logprobs, _ = token_logprobs(model, inputs, targets)  # (1, T)
+        logprobs, _ = token_logprobs(model, inputs, targets, temperature=temperature)  # (1, T)
     return float((logprobs[0] * torch.tensor(mask[1:], dtype=torch.float32)).sum())
 
 
@@ -137,6 +141,34 @@ def test_updates_per_batch_are_that_many_updates_in_one_step(local: LocalModel) 
     assert metrics.clip_fraction == pytest.approx(singles[2].clip_fraction) and metrics.clip_fraction > 0
     with pytest.raises(ValueError, match="updates_per_batch"):
         TrainSettings(updates_per_batch=0)
+
+
+def test_at_a_temperature_the_old_policy_is_the_tempered_policy_not_the_captured_logprobs(local: LocalModel) -> None:
+    hot = sampled_batch(local, seed=5, temperature=1.6)
+    assert hot.stats.tempered_calls == 16
+    # The captured logprobs are raw (temperature 1): garbage for a tempered ratio. Replace them
+    # with anything at all, and a tempered step must not change.
+    scrambled = replace(hot, packs=[[replace(row, old_logprobs=[lp - 3.0 for lp in row.old_logprobs]) for row in pack] for pack in hot.packs])
+    settings = TrainSettings(learning_rate=3e-2, lora=LoraSettings(rank=4), temperature=1.6, updates_per_batch=2)
+    trainers = [GRPOTrainer(local, settings) for _ in range(2)]
+    before = [episode_logprob(trainers[0].policy.module, r.tokens, r.mask, temperature=1.6) for r in hot.rows]
+
+    metrics = [trainer.step(batch) for trainer, batch in zip(trainers, (hot, scrambled), strict=True)]
+
+    for mine, theirs in zip(trainers[0].policy.module.parameters(), trainers[1].policy.module.parameters(), strict=True):
+        assert torch.equal(mine, theirs)
+    assert metrics[0] == replace(metrics[1], seconds=metrics[0].seconds)
+    # The second update's ratios are against the first update's tempered policy: the first moved it.
+    assert metrics[0].approx_kl > 1e-5
+    after = [episode_logprob(trainers[0].policy.module, r.tokens, r.mask, temperature=1.6) for r in hot.rows]
+    for row, old, new in zip(hot.rows, before, after, strict=True):
+        assert (new > old) == (row.advantage > 0), (row.advantage, old, new)
+    # At temperature 1 the captured logprobs are the old policy: scrambling them changes the step.
+    raw = [GRPOTrainer(local, replace(settings, temperature=1.0)) for _ in range(2)]
+    raw[0].step(hot), raw[1].step(scrambled)
+    assert not all(torch.equal(a, b) for a, b in zip(raw[0].policy.module.parameters(), raw[1].policy.module.parameters(), strict=True))
+    with pytest.raises(ValueError, match="temperature"):
+        TrainSettings(temperature=0.0)
 
 
 def test_lora_trains_only_the_adapter_and_hands_the_weights_back(local: LocalModel, tmp_path: Path) -> None:
