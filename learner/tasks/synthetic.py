@@ -13,7 +13,8 @@ memorised training commands cannot. `GRID_FAMILIES` / `GRID_HELDOUT` are the sub
 
 Tasks come out in curriculum order (difficulty, then family, then index). The same seed gives
 the same tasks; a family's tasks depend only on the seed and the family's name, so adding a
-family changes no other family's tasks. Tasks within a family are distinct.
+family changes no other family's tasks, and asking for more tasks per family keeps the first ones.
+Tasks within a family are distinct.
 """
 
 from __future__ import annotations

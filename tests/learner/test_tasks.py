@@ -39,6 +39,11 @@ def test_the_suite_is_the_same_for_the_same_seed() -> None:
     assert synthetic_suite(3, 4) != synthetic_suite(4, 4)
     first, second = synthetic_suite(3, 4), synthetic_suite(3, 4, families=["count_lines"])
     assert [t for t in first if t.family == "count_lines"] == second  # a family depends on its name only
+    # Asking for more tasks keeps the first ones: the quickstart imitates a family's first 32
+    # tasks and replays its first 64 for GRPO.
+    fewer, more = synthetic_suite(3, 4), synthetic_suite(3, 9)
+    for family in FAMILY_NAMES:
+        assert [t for t in more if t.family == family][:4] == [t for t in fewer if t.family == family]
 
 
 def test_families_form_a_curriculum_whose_easy_tasks_are_one_short_command() -> None:
