@@ -5,19 +5,19 @@
 Rows are right-padded to the longest. Right padding needs no attention mask under causal
 attention: a real token never attends to a later (padding) position, and padded positions have
 mask 0. `collate` shifts by one position: `inputs[t]` predicts `targets[t] = tokens[t + 1]`, and
-the mask, captured logprobs and loss coefficients are those of the target token.
+the mask, captured logprobs and loss coefficients are those of the target token. `shared` is
+how many leading inputs all rows have in common (learner/rows.py `shared_prefix`: a group's
+prompt, or at least the system prompt), which the trainer's forward pass computes once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from learner.rows import Row
+from learner.rows import Row, shared_prefix
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class MicroBatch:
     old_logprobs: torch.Tensor  # (B, T) captured logprob of each target (0 where masked)
     advantages: torch.Tensor  # (B,)
     coefficients: torch.Tensor  # (B, T) mask * weight / denominator: the loss weight per token
+    shared: int = 0  # leading input positions every row has in common
 
 
 def collate(rows: Sequence[Row], denominator: float, device: torch.device | str) -> MicroBatch:
@@ -48,4 +49,5 @@ def collate(rows: Sequence[Row], denominator: float, device: torch.device | str)
         old_logprobs=torch.tensor(old, dtype=torch.float32, device=device),
         advantages=torch.tensor([row.advantage for row in rows], device=device),
         coefficients=mask_tensor * weights[:, None],
+        shared=shared_prefix(rows),
     )

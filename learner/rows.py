@@ -36,8 +36,9 @@ Rules, in the order they apply:
                   episode sums to 1, so long episodes do not dominate (the default);
       "token"     weight 1, denominator = sampled tokens in the batch (DAPO's token level);
       "constant"  weight 1 / `constant_length`, denominator = episodes (Dr. GRPO).
-- Rows are packed into micro-batches (`packs`) whose padded size, rows x longest row, stays
-  within `token_budget`: the trainer accumulates gradients over them.
+- Rows are packed into micro-batches (`packs`) of at most `token_budget` computed positions,
+  rows that share a prompt together: the trainer computes a micro-batch's shared prefix once
+  (`shared_prefix`) and accumulates gradients over the micro-batches.
 
 Calls sampled at a temperature or top-p other than 1 are counted (`stats.tempered_calls`): their
 captured logprobs are raw model logprobs, not the sampling distribution's, so for them the ratio
@@ -67,7 +68,7 @@ class RowSettings:
     scale_by_std: bool = False  # GRPO's (r - mean) / std; off: Dr. GRPO's r - mean
     top_variance_fraction: float = 1.0  # of the groups with variance, keep this share, highest first
     max_row_tokens: int = 2048  # a call longer than this (prompt + completion) is dropped
-    token_budget: int = 8192  # per micro-batch: rows x longest row, padding included
+    token_budget: int = 8192  # per micro-batch: positions computed (`packed_tokens`), padding included
     constant_length: int = 512  # Dr. GRPO's constant: the longest completion one expects
     mask_truncated: bool = True  # completions cut at max_tokens are not trained on
     parse_failure_penalty: float = 0.5  # taken off the score for each reply that was not an action
@@ -140,7 +141,7 @@ class RowStats:
 @dataclass(frozen=True)
 class RowBatch:
     rows: list[Row]
-    packs: list[list[Row]]  # micro-batches within the token budget, longest rows first
+    packs: list[list[Row]]  # micro-batches within the token budget, rows sharing a prompt together
     denominator: float  # the batch loss is sum(mask * weight * loss) / denominator
     stats: RowStats
 
@@ -189,19 +190,66 @@ def build_rows(trajectories: Iterable[Trajectory], settings: RowSettings) -> Row
 
 
 def pack_rows(rows: Sequence[Row], token_budget: int) -> list[list[Row]]:
-    """Micro-batches whose padded size (rows x longest row) stays within `token_budget`: rows
-    sorted longest first and packed greedily, so little of each is padding. A row longer than
-    the budget gets a micro-batch of its own."""
+    """Micro-batches whose cost stays within `token_budget`: a micro-batch reads its shared
+    prefix once and each row's rest padded to the longest (`packed_tokens`). Rows are sorted by
+    their tokens, so rows that share a prompt (a group's attempts; every row shares the system
+    prompt) sit together, and packed greedily. A row longer than the budget gets a micro-batch
+    of its own."""
     packs: list[list[Row]] = []
     current: list[Row] = []
-    for row in sorted(rows, key=lambda r: len(r.tokens), reverse=True):
-        if current and (len(current) + 1) * len(current[0].tokens) > token_budget:
+    shortest = longest = 0
+    for row in sorted(rows, key=lambda r: r.tokens):
+        length = len(row.tokens)
+        if current:
+            # Sorted: what the pack and this row share is what its first row and this one share.
+            common = _common_length(current[0].tokens, row.tokens)
+            low, high = min(shortest, length), max(longest, length)
+            if _cost(len(current) + 1, common, low, high) <= token_budget:
+                current.append(row)
+                shortest, longest = low, high
+                continue
             packs.append(current)
-            current = []
-        current.append(row)
+        current, shortest, longest = [row], length, length
     if current:
         packs.append(current)
     return packs
+
+
+def shared_prefix(rows: Sequence[Row]) -> int:
+    """How many leading input positions (a row's tokens but its last) every row of a micro-batch
+    has in common, so the trainer computes them once: 0 for a single row; at most the shortest
+    row's inputs, and one short of the longest's, so every row keeps a position of its own."""
+    lengths = [len(row.tokens) for row in rows]
+    low, high = min(row.tokens for row in rows), max(row.tokens for row in rows)
+    return _shared(len(rows), _common_length(low, high), min(lengths), max(lengths))
+
+
+def packed_tokens(rows: Sequence[Row]) -> int:
+    """The token positions a micro-batch of `rows` computes: the shared prefix once, the rest
+    of every row padded to the longest."""
+    lengths = [len(row.tokens) for row in rows]
+    return _cost(len(rows), shared_prefix(rows), min(lengths), max(lengths))
+
+
+def _shared(rows: int, common: int, shortest: int, longest: int) -> int:
+    return 0 if rows < 2 else max(0, min(common, shortest - 1, longest - 2))
+
+
+def _cost(rows: int, common: int, shortest: int, longest: int) -> int:
+    shared = _shared(rows, common, shortest, longest)
+    return shared + rows * (longest - 1 - shared)
+
+
+def _common_length(a: list[int], b: list[int]) -> int:
+    """The length of the longest common prefix of `a` and `b` (slices compare in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 @dataclass

@@ -138,8 +138,9 @@ def _train_step(
     for pack in pack_rows(batch, settings.token_budget):
         micro = collate(pack, target_tokens, policy.device)
         logprobs, _ = token_logprobs(
-            policy.module, micro.inputs, micro.targets, chunk_tokens=settings.logprob_chunk_tokens
-        )  # (B, T)
+            policy.module, micro.inputs, micro.targets,
+            chunk_tokens=settings.logprob_chunk_tokens, shared=micro.shared,
+        )  # fmt: skip  # (B, T)
         loss = -(logprobs * micro.coefficients).sum()  # mean over the step's target tokens
         loss.backward()
         nll_sum += loss.item() * target_tokens
@@ -160,7 +161,9 @@ def target_loss(
     nll, tokens = 0.0, 0
     for pack in pack_rows(rows, token_budget=8192):
         micro = collate(pack, 1.0, policy.device)
-        logprobs, _ = token_logprobs(policy.module, micro.inputs, micro.targets, chunk_tokens=chunk_tokens)
+        logprobs, _ = token_logprobs(
+            policy.module, micro.inputs, micro.targets, chunk_tokens=chunk_tokens, shared=micro.shared
+        )
         nll -= (logprobs * micro.mask).sum().item()
         tokens += int(micro.mask.sum().item())
     return nll / tokens

@@ -216,11 +216,12 @@ class GRPOTrainer:
         if self.settings.beta > 0:
             with torch.no_grad(), self.policy.reference() as frozen:
                 reference, _ = token_logprobs(
-                    frozen, micro.inputs, micro.targets, chunk_tokens=chunk, temperature=temperature
-                )
+                    frozen, micro.inputs, micro.targets,
+                    chunk_tokens=chunk, temperature=temperature, shared=micro.shared,
+                )  # fmt: skip
         new, entropy = token_logprobs(
             self.policy.module, micro.inputs, micro.targets,
-            chunk_tokens=chunk, entropy_at=micro.mask, temperature=temperature,
+            chunk_tokens=chunk, entropy_at=micro.mask, temperature=temperature, shared=micro.shared,
         )  # fmt: skip  # (B, T), (B, T)
         if old is None:
             old = new.detach()

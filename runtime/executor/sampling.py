@@ -39,7 +39,11 @@ longer fits is replaced by that ending, written in the fewest tokens, so a reply
 inside a long string still parses (as a wrong command) instead of being cut at `max_tokens`.
 
 Batching: prompts are left-padded to one width, with an attention mask and position ids that
-start at each row's first real token, and decoded together with the key-value cache. Ids and
+start at each row's first real token, and decoded together with the key-value cache. The tokens
+all prompts begin with (the system prompt; all of a GRPO group's prompt) run once, on one row,
+and their keys and values are repeated for every row: the padding then goes between that common
+beginning and each row's own tokens, masked out the same way. On a replay of 16 tasks x 8
+attempts this is most of the prompt pass. Ids and
 logprobs go into preallocated (N, T) tensors; a finished row keeps being fed (its outputs are
 ignored) so the batch stays rectangular, and the loop ends when every row has finished.
 """
@@ -47,6 +51,7 @@ ignored) so the batch stays rectangular, and the loop ends when every row has fi
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +61,7 @@ import torch
 from runtime.executor.action_grammar import ActionConstraint
 
 _REDRAWS = 8  # set-aside draws of a row before its allowed tokens are listed in full
+_MIN_SHARED = 8  # common prompt tokens worth a forward pass of their own
 
 
 @dataclass(frozen=True)
@@ -87,16 +93,23 @@ def sample_batch(
     steps = int(limits.max())
     uniforms = row_uniforms(seeds, steps if temperature > 0 else 0).to(device)  # (N, T)
     stops = torch.tensor(sorted(stop_ids), device=device, dtype=torch.long)  # (S,)
-    input_ids, mask, lengths = _left_pad(prompts, steps, device)  # (N, W), (N, W + T), (N,)
+    shared = shared_prompt(prompts)
+    input_ids, mask, lengths = _left_pad(prompts, steps, device, shared)  # (N, W), (N, W + T), (N,)
     width = input_ids.shape[1]
     padded = bool((lengths < width).any())
 
     cache_name, prompt_extra = _forward_arguments(model)
     extra: dict[str, Any] = {}
+    cache: dict[str, Any] = {}
     if padded:  # an unpadded batch runs exactly like a single prompt: no mask, default positions
         positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)  # (N, W)
-        extra = {"attention_mask": mask[:, :width], "position_ids": positions}
-    output = model(input_ids=input_ids, use_cache=True, **prompt_extra, **extra)
+        extra = {"attention_mask": mask[:, :width], "position_ids": positions[:, shared:]}
+    if shared:  # the common beginning once, its keys and values repeated for every row
+        prefix = model(input_ids=input_ids[:1, :shared], use_cache=True, **prompt_extra)
+        common = getattr(prefix, cache_name)
+        common.batch_repeat_interleave(rows)
+        cache = {cache_name: common}
+    output = model(input_ids=input_ids[:, shared:], use_cache=True, **cache, **prompt_extra, **extra)
 
     ids = torch.zeros(rows, steps, dtype=torch.long, device=device)  # (N, T)
     logprobs = torch.zeros(rows, steps, device=device)  # (N, T)
@@ -210,17 +223,29 @@ def _redraw(
     return int(choose_tokens(only, temperature, top_p, uniform)[0])
 
 
+def shared_prompt(prompts: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens every prompt has in common (the system prompt, a group's whole
+    prompt), to run once for all rows: 0 for a single prompt, and each row keeps at least its
+    last prompt token, whose logits start its completion."""
+    if len(prompts) < 2:
+        return 0
+    common = len(os.path.commonprefix([list(prompt) for prompt in prompts]))
+    shared = min(common, min(len(prompt) for prompt in prompts) - 1)
+    return shared if shared >= _MIN_SHARED else 0
+
+
 def _left_pad(
-    prompts: Sequence[Sequence[int]], steps: int, device: torch.device
+    prompts: Sequence[Sequence[int]], steps: int, device: torch.device, shared: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The prompts left-padded with id 0 (N, W), the attention mask for them and `steps` more
-    tokens (N, W + steps), and the prompt lengths (N,)."""
+    """The prompts padded with id 0 to one width (N, W), the attention mask for them and `steps`
+    more tokens (N, W + steps), and the prompt lengths (N,). The padding goes after the first
+    `shared` tokens (0: at the very left), so the rows' common beginning stays aligned."""
     lengths = torch.tensor([len(p) for p in prompts], device=device)  # (N,)
     width = int(lengths.max())
-    left_padded = [[0] * (width - len(prompt)) + list(prompt) for prompt in prompts]
-    input_ids = torch.tensor(left_padded, dtype=torch.long, device=device)  # (N, W)
+    padded = [list(prompt[:shared]) + [0] * (width - len(prompt)) + list(prompt[shared:]) for prompt in prompts]
+    input_ids = torch.tensor(padded, dtype=torch.long, device=device)  # (N, W)
     mask = torch.ones(len(prompts), width + steps, dtype=torch.long, device=device)  # (N, W + T)
-    mask[:, :width] = torch.arange(width, device=device) >= (width - lengths)[:, None]
+    mask[:, shared:width] = torch.arange(width - shared, device=device) >= (width - lengths)[:, None]
     return input_ids, mask, lengths
 
 
@@ -284,10 +309,14 @@ def teacher_forced_logprobs(
 
 
 def _forward_arguments(model: torch.nn.Module) -> tuple[str, dict[str, int]]:
-    """The key-value cache's argument name (`cache` from transformers 5.2x, `past_key_values`
-    before), and `logits_to_keep=1` where supported: the prompt pass needs only the last
-    position's logits, not (P, V) of them."""
+    """The key-value cache's argument name, and `logits_to_keep=1` where supported: the prompt
+    pass needs only the last position's logits, not (P, V) of them."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     parameters = inspect.signature(base.forward).parameters
-    cache_name = "cache" if "cache" in parameters else "past_key_values"
-    return cache_name, ({"logits_to_keep": 1} if "logits_to_keep" in parameters else {})
+    return cache_argument(base), ({"logits_to_keep": 1} if "logits_to_keep" in parameters else {})
+
+
+def cache_argument(module: torch.nn.Module) -> str:
+    """The name under which `module.forward` takes a key-value cache: `cache` from transformers
+    5.2x, `past_key_values` before."""
+    return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"

@@ -3,6 +3,7 @@ against the model's own full logits."""
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import torch
 
 from learner.logprobs import token_logprobs
 from learner.loss import policy_loss
+from learner.micro_batch import collate
+from learner.rows import Row
 from runtime.executor.tiny import build_tiny_model
 
 torch.set_num_threads(1)
@@ -133,3 +136,41 @@ def test_chunked_gradients_equal_unchunked(tiny_lm: torch.nn.Module) -> None:
     for chunked, whole in zip(gradients(4), gradients(10_000), strict=True):
         torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-4)
     tiny_lm.zero_grad()
+
+
+def test_rows_sharing_a_prompt_compute_it_once_with_the_same_logprobs_and_gradients(tiny_lm: torch.nn.Module) -> None:
+    from peft import LoraConfig, get_peft_model
+
+    rng = torch.Generator().manual_seed(3)
+    prompt = torch.randint(2, 2000, (40,), generator=rng).tolist()
+    rows = []  # a group's attempts: one prompt, completions of different lengths, right-padded
+    for index, length in enumerate((7, 3, 12, 5)):
+        completion = torch.randint(2, 2000, (length,), generator=rng).tolist()
+        rows.append(Row(index, "g", prompt + completion, [0] * 40 + [1] * length, [0.0] * (40 + length), 1.0, 1.0, 1.0))
+    micro = collate(rows, 1.0, "cpu")
+    assert micro.shared == 40  # the prompt; the first completion token is each row's own
+    weights = torch.rand(micro.mask.shape, generator=rng) * micro.mask  # (B, T)
+    model = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
+
+    def computed(shared: int) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        model.zero_grad()
+        logprobs, entropy = token_logprobs(
+            model, micro.inputs, micro.targets, chunk_tokens=64, entropy_at=micro.mask, shared=shared
+        )
+        (logprobs * weights).sum().backward()
+        assert entropy is not None
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        return logprobs.detach(), entropy, grads
+
+    once, once_entropy, once_grads = computed(micro.shared)
+    each, each_entropy, each_grads = computed(0)
+    torch.testing.assert_close(once * micro.mask, each * micro.mask, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(once[:, :39], each[:, :39], atol=1e-5, rtol=1e-5)  # the prompt's own tokens
+    torch.testing.assert_close(once_entropy, each_entropy, atol=1e-4, rtol=1e-5)
+    assert len(once_grads) == len(each_grads) > 0
+    for shared_grad, plain_grad in zip(once_grads, each_grads, strict=True):
+        torch.testing.assert_close(shared_grad, plain_grad, atol=1e-5, rtol=1e-4)
+    different = micro.inputs.clone()
+    different[1, 5] += 1
+    with pytest.raises(ValueError, match="differ"):
+        token_logprobs(model, different, micro.targets, shared=micro.shared)

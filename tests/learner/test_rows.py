@@ -9,7 +9,7 @@ import torch
 
 from learner.advantages import group_advantages, select_groups
 from learner.micro_batch import collate
-from learner.rows import RowSettings, build_rows, pack_rows
+from learner.rows import Row, RowSettings, build_rows, pack_rows, packed_tokens, shared_prefix
 from memory.trajectory_records import ExecutorEpisode, RecordedCall, Trajectory
 
 torch.set_num_threads(1)
@@ -235,9 +235,32 @@ def test_packing_respects_the_token_budget_and_keeps_every_row() -> None:
 
     assert sorted(id(r) for pack in batch.packs for r in pack) == sorted(id(r) for r in batch.rows)
     for pack in batch.packs:
-        assert len(pack) * max(len(r.tokens) for r in pack) <= 512
+        # The shared prefix is computed once, each row's rest padded to the longest.
+        shared, longest = shared_prefix(pack), max(len(r.tokens) for r in pack)
+        assert packed_tokens(pack) == shared + len(pack) * (longest - 1 - shared) <= 512
     assert len(batch.packs) < len(batch.rows)  # rows do share micro-batches
+    # Sharing packs more rows into the budget than rows x longest would.
+    assert any(len(pack) * max(len(r.tokens) for r in pack) > 512 for pack in batch.packs)
     assert pack_rows([], 512) == []
+
+
+def test_the_shared_prefix_is_what_every_row_reads_alike_and_leaves_each_row_a_position() -> None:
+    def rows(*token_lists: list[int]) -> list[Row]:
+        return [Row(i, "g", tokens, [1] * len(tokens), [0.0] * len(tokens), 0.0, 1.0, 0.0) for i, tokens in enumerate(token_lists)]
+
+    assert shared_prefix(rows([1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 2, 3, 4, 7])) == 3
+    assert shared_prefix(rows([1, 2, 3, 4, 5], [1, 2])) == 1  # the shorter row's only input
+    assert shared_prefix(rows([1, 2, 3], [1, 2, 3])) == 1  # the longest keeps one position its own
+    assert shared_prefix(rows([4, 2, 3], [1, 2, 3])) == 0
+    assert shared_prefix(rows([1, 2, 3, 4])) == 0  # one row: nothing to share
+    # Rows of two prompts, shuffled, come out packed by prompt.
+    first, second = [5] * 30, [6] * 30
+    mixed = rows(first + [1], second + [2], first + [3, 3], second + [4], first + [5])
+    packs = pack_rows(mixed, token_budget=40)
+    assert [sorted(r.tokens[0] for r in pack) for pack in packs] == [[5, 5, 5], [6, 6]]
+    # Inputs are a row's tokens but its last: 30 shared + 3 rows x 1 padded own input; rows of
+    # one length share one input less, so each keeps one of its own.
+    assert [packed_tokens(pack) for pack in packs] == [30 + 3 * 1, 29 + 2 * 1]
 
 
 def test_collate_shifts_targets_pads_and_weights_each_token() -> None:

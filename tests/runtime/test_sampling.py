@@ -11,7 +11,7 @@ import torch
 from runtime.executor import LocalModel, SamplingParams, build_tiny_model
 from runtime.executor.action_grammar import is_action_prefix, is_whole_action
 from runtime.executor.actions import parse_action
-from runtime.executor.sampling import choose_tokens, row_uniforms, sample_batch
+from runtime.executor.sampling import choose_tokens, row_uniforms, sample_batch, shared_prompt
 
 TASKS = ["Create a.txt containing x.", "List the files.", "Count the lines of notes.md and print the number."]
 
@@ -48,6 +48,22 @@ def test_a_batch_of_different_prompts_equals_each_row_sampled_alone(
         assert max(abs(x - y) for x, y in zip(b.logprobs, a.logprobs, strict=True)) < 1e-5
     if sampling.temperature > 0:
         assert batch[0].ids != batch[3].ids  # same prompt, different seed: different draws
+
+
+def test_prompts_that_begin_alike_run_their_beginning_once_and_sample_as_alone(model: LocalModel) -> None:
+    system = {"role": "system", "content": "You do terminal work in a Linux workspace. Reply with one JSON action."}
+    rows = [model.tokenizer.encode_chat([system, {"role": "user", "content": task}]) for task in TASKS]
+    shared = shared_prompt(rows)
+    assert shared >= 16 and len({len(row) for row in rows}) == len(rows)  # shared, then padded
+    assert all(row[:shared] == rows[0][:shared] for row in rows)
+    assert shared_prompt(rows[:1]) == 0 and shared_prompt([rows[0], rows[0]]) == len(rows[0]) - 1
+    sampling = SamplingParams(temperature=1.0, max_tokens=24)
+    seeds = [21, 22, 23]
+    batch = model.sample_batch(rows, sampling, seeds)
+    alone = [model.sample(row, replace(sampling, seed=seed)) for row, seed in zip(rows, seeds, strict=True)]
+    assert [b.ids for b in batch] == [a.ids for a in alone]
+    for b, a in zip(batch, alone, strict=True):
+        assert max(abs(x - y) for x, y in zip(b.logprobs, a.logprobs, strict=True)) < 1e-5
 
 
 def test_logprobs_are_the_raw_model_logprobs_of_the_sampled_ids(model: LocalModel, prompts: list[list[int]]) -> None:
