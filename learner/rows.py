@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from learner.advantages import group_advantages, select_groups
+from memory import common_prefix
 from memory.trajectory_records import RecordedCall, Trajectory
 
 Normalisation = Literal["episode", "token", "constant"]
@@ -202,7 +203,7 @@ def pack_rows(rows: Sequence[Row], token_budget: int) -> list[list[Row]]:
         length = len(row.tokens)
         if current:
             # Sorted: what the pack and this row share is what its first row and this one share.
-            common = _common_length(current[0].tokens, row.tokens)
+            common = common_prefix(current[0].tokens, row.tokens)
             low, high = min(shortest, length), max(longest, length)
             if _cost(len(current) + 1, common, low, high) <= token_budget:
                 current.append(row)
@@ -221,7 +222,7 @@ def shared_prefix(rows: Sequence[Row]) -> int:
     row's inputs, and one short of the longest's, so every row keeps a position of its own."""
     lengths = [len(row.tokens) for row in rows]
     low, high = min(row.tokens for row in rows), max(row.tokens for row in rows)
-    return _shared(len(rows), _common_length(low, high), min(lengths), max(lengths))
+    return _shared(len(rows), common_prefix(low, high), min(lengths), max(lengths))
 
 
 def packed_tokens(rows: Sequence[Row]) -> int:
@@ -238,18 +239,6 @@ def _shared(rows: int, common: int, shortest: int, longest: int) -> int:
 def _cost(rows: int, common: int, shortest: int, longest: int) -> int:
     shared = _shared(rows, common, shortest, longest)
     return shared + rows * (longest - 1 - shared)
-
-
-def _common_length(a: list[int], b: list[int]) -> int:
-    """The length of the longest common prefix of `a` and `b` (slices compare in C)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 @dataclass

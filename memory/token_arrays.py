@@ -45,8 +45,9 @@ def unpack(blob: bytes, typecode: str) -> array:
     return values
 
 
-def common_prefix(a: array, b: array) -> int:
-    """How many leading items `a` and `b` share (binary search over C-speed slice compares)."""
+def common_prefix(a: array | list[int], b: array | list[int]) -> int:
+    """How many leading items `a` and `b` (two arrays or two lists) share (binary search over
+    C-speed slice compares)."""
     shorter = min(len(a), len(b))
     if a[:shorter] == b[:shorter]:
         return shorter

@@ -51,13 +51,13 @@ ignored) so the batch stays rectangular, and the loop ends when every row has fi
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from memory import common_prefix
 from runtime.executor.action_grammar import ActionConstraint
 
 _REDRAWS = 8  # set-aside draws of a row before its allowed tokens are listed in full
@@ -229,7 +229,9 @@ def shared_prompt(prompts: Sequence[Sequence[int]]) -> int:
     last prompt token, whose logits start its completion."""
     if len(prompts) < 2:
         return 0
-    common = len(os.path.commonprefix([list(prompt) for prompt in prompts]))
+    # Sorted sequences share what their first and last share.
+    low, high = min(list(p) for p in prompts), max(list(p) for p in prompts)
+    common = common_prefix(low, high)
     shared = min(common, min(len(prompt) for prompt in prompts) - 1)
     return shared if shared >= _MIN_SHARED else 0
 
