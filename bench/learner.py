@@ -18,6 +18,7 @@ samples all P x G sequences in one `generate` call. The sides alternate (one of 
 after each of trl's steps), so that load from other processes on a shared machine falls on both.
 
     python bench/learner.py [--prompts 4] [--group 8] [--max-tokens 32] [--iterations 6]
+    python bench/learner.py --system     # prompts after the executor's system prompt, as replays are
     python bench/learner.py --device cuda --hidden 768 --layers 12 --heads 12   # ~90M parameters
 """
 
@@ -66,9 +67,11 @@ class Iteration:
     zero_variance_groups: int
 
 
-def make_prompts(count: int) -> list[Prompt]:
+def make_prompts(count: int, system: str | None = None) -> list[Prompt]:
+    """`count` prompts, each after `system` as a system message when given."""
+    before = [] if system is None else [{"role": "system", "content": system}]
     return [
-        Prompt([{"role": "user", "content": f"Write a word that contains '{t}'."}], t)
+        Prompt([*before, {"role": "user", "content": f"Write a word that contains '{t}'."}], t)
         for t in (TARGETS * (count // len(TARGETS) + 1))[:count]
     ]
 
@@ -274,23 +277,29 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument(
+        "--system", action="store_true",
+        help="every prompt begins with the executor's system prompt (~200 tokens), as the learner's replays do",
+    )  # fmt: skip
     args = parser.parse_args()
 
     import torch
     from transformers.utils import logging as transformers_logging
 
+    from runtime.executor.prompts import SYSTEM
     from runtime.executor.tiny import build_tiny_model
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # transformers 5 renames, for trl
     transformers_logging.disable_progress_bar()
 
     torch.set_num_threads(1)
-    prompts = make_prompts(args.prompts)
+    prompts = make_prompts(args.prompts, SYSTEM if args.system else None)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_tiny_model(Path(tmp) / "tiny", seed=0, hidden=args.hidden, layers=args.layers, heads=args.heads)
         parameters = _parameters(model_dir)
         print(f"model: Qwen3 from a config, {parameters / 1e6:.1f}M parameters, {args.device}, torch threads 1")
-        print(f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}")
+        print(f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}, "
+              f"{'the executor system prompt first' if args.system else 'no system prompt'}")
         # One of ours after each of trl's steps, so that both sides see the same load.
         iterate, ours_runs = ours_learner(model_dir, prompts, args), []
         trl_runs = trl_iterations(model_dir, prompts, args, lambda: ours_runs.append(iterate(len(ours_runs))))
