@@ -43,9 +43,9 @@ start at each row's first real token, and decoded together with the key-value ca
 all prompts begin with (the system prompt; all of a GRPO group's prompt) run once, on one row,
 and their keys and values are repeated for every row: the padding then goes between that common
 beginning and each row's own tokens, masked out the same way. On a replay of 16 tasks x 8
-attempts this is most of the prompt pass. Ids and
-logprobs go into preallocated (N, T) tensors; a finished row keeps being fed (its outputs are
-ignored) so the batch stays rectangular, and the loop ends when every row has finished.
+attempts this is most of the prompt pass. Ids and logprobs go into preallocated (N, T) tensors;
+a finished row keeps being fed (its outputs are ignored) so the batch stays rectangular, and the
+loop ends when every row has finished.
 """
 
 from __future__ import annotations
