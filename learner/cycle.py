@@ -51,6 +51,16 @@ class CycleSettings:
     seed: int = 0
     deadline: float | None = None  # time.time() after which no new iteration starts
 
+    def __post_init__(self) -> None:
+        # Versions are adapters on the base model (learner/versions.py, activation.py); a whole
+        # fine-tuned model has no adapter to gate, promote or load into the running executor.
+        if self.train.lora is None:
+            raise ValueError(
+                "a learning cycle trains and promotes a LoRA adapter (executor versions are adapters "
+                "on the base model); full fine-tuning (train.lora=None) is for GRPOTrainer used "
+                "directly, saving with policy.save_model"
+            )
+
 
 @dataclass
 class CycleResult:
