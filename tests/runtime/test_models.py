@@ -8,6 +8,7 @@ goes through the openai SDK directly (openai_compatible.py), `custom_openai/...`
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
 import time
 import traceback
 from dataclasses import replace
@@ -56,6 +57,14 @@ TOOLS = [
     }
 ]
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
+
+
+@pytest.fixture
+async def server(server: FakeOpenAI) -> AsyncIterator[FakeOpenAI]:
+    """conftest's fake server; the test's event loop then closes the clients made on it, as the
+    agent's `close` does (left open, they are reported unclosed when the process exits)."""
+    yield server
+    await close_model_clients()
 
 
 @pytest.fixture(params=["openai", "custom_openai"], ids=["direct", "litellm"])
@@ -360,6 +369,7 @@ async def test_a_closed_port_is_unreachable_at_once(route: str) -> None:
     assert time.perf_counter() - started < 2.0  # refused is not retried
     assert api_base in str(caught.value) and "connection refused" in str(caught.value)
     assert_one_clean_line(caught.value)
+    await close_model_clients()
 
 
 async def test_a_slow_server_times_out(server: FakeOpenAI, route: str) -> None:
