@@ -22,8 +22,9 @@ A step, top to bottom:
 
 The old policy is the captured logprobs in the rows; nothing is sampled or recomputed here
 before the update. More than one update per batch gets more learning out of each replay, which
-costs more than an update (on a CPU, replaying 16 tasks 8 times takes about twice as long as
-one update on their rows); the clip is what keeps the extra updates from overfitting the batch.
+costs more than an update (on a CPU, replaying 16 tasks 8 times takes about three times as long
+as one update on their rows); the clip is what keeps the extra updates from overfitting the
+batch.
 
 Except at a `temperature` other than 1. Replays sampled hotter than the model (to explore: a
 group whose attempts all fail teaches nothing) drew their tokens from softmax(logits / T), and
