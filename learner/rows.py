@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from learner.advantages import group_advantages, select_groups
-from memory import common_prefix
+from memory import common_prefix, common_prefix_of
 from memory.trajectory_records import RecordedCall, Trajectory
 
 Normalisation = Literal["episode", "token", "constant"]
@@ -221,15 +221,14 @@ def shared_prefix(rows: Sequence[Row]) -> int:
     has in common, so the trainer computes them once: 0 for a single row; at most the shortest
     row's inputs, and one short of the longest's, so every row keeps a position of its own."""
     lengths = [len(row.tokens) for row in rows]
-    low, high = min(row.tokens for row in rows), max(row.tokens for row in rows)
-    return _shared(len(rows), common_prefix(low, high), min(lengths), max(lengths))
+    return _shared(len(rows), common_prefix_of([row.tokens for row in rows]), min(lengths), max(lengths))
 
 
 def packed_tokens(rows: Sequence[Row]) -> int:
     """The token positions a micro-batch of `rows` computes: the shared prefix once, the rest
     of every row padded to the longest."""
     lengths = [len(row.tokens) for row in rows]
-    return _cost(len(rows), shared_prefix(rows), min(lengths), max(lengths))
+    return _cost(len(rows), common_prefix_of([row.tokens for row in rows]), min(lengths), max(lengths))
 
 
 def _shared(rows: int, common: int, shortest: int, longest: int) -> int:

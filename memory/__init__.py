@@ -12,7 +12,7 @@ from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .secrets import redact
 from .store import MemoryStore
-from .token_arrays import common_prefix
+from .token_arrays import common_prefix, common_prefix_of
 from .trajectory_export import ExportReport, export_trajectories
 from .trajectory_records import (
     ExecutorEpisode,
@@ -58,6 +58,7 @@ __all__ = [
     "UnknownRecordError",
     "VectorIndex",
     "common_prefix",
+    "common_prefix_of",
     "export_jsonl",
     "export_trajectories",
     "import_jsonl",

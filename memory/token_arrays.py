@@ -59,3 +59,11 @@ def common_prefix(a: array | list[int], b: array | list[int]) -> int:
         else:
             high = middle - 1
     return low
+
+
+def common_prefix_of(sequences: Sequence[array] | Sequence[list[int]]) -> int:
+    """How many leading items all of `sequences` (all arrays, or all lists) share; 0 for none.
+    Sorted, a set of sequences shares what its first and last share: two compares, not n."""
+    if not sequences:
+        return 0
+    return common_prefix(min(sequences), max(sequences))  # type: ignore[type-var]

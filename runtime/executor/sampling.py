@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from memory import common_prefix
+from memory import common_prefix_of
 from runtime.executor.action_grammar import ActionConstraint
 
 _REDRAWS = 8  # set-aside draws of a row before its allowed tokens are listed in full
@@ -229,9 +229,7 @@ def shared_prompt(prompts: Sequence[Sequence[int]]) -> int:
     last prompt token, whose logits start its completion."""
     if len(prompts) < 2:
         return 0
-    # Sorted sequences share what their first and last share.
-    low, high = min(list(p) for p in prompts), max(list(p) for p in prompts)
-    common = common_prefix(low, high)
+    common = common_prefix_of([list(prompt) for prompt in prompts])
     shared = min(common, min(len(prompt) for prompt in prompts) - 1)
     return shared if shared >= _MIN_SHARED else 0
 

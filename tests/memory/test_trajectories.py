@@ -283,3 +283,15 @@ def test_migration_from_version_5_keeps_episodes(tmp_path: Path) -> None:
         assert store.episode(1).reward_source == "user"
         new = record_episode(store, episode_calls(turns=2))
         assert len(store.calls(new)) == 2
+
+
+def test_the_common_prefix_of_many_sequences_is_what_all_of_them_share() -> None:
+    from array import array
+
+    from memory import common_prefix_of
+
+    assert common_prefix_of([[1, 2, 3, 4], [1, 2, 9], [1, 2, 3, 7], [1, 2, 3]]) == 2
+    assert common_prefix_of([[5, 6], [5, 6, 7]]) == 2  # the shorter one whole
+    assert common_prefix_of([[4, 1], [1, 4]]) == 0
+    assert common_prefix_of([[1, 2, 3]]) == 3 and common_prefix_of([]) == 0
+    assert common_prefix_of([array("i", [1, 2, 3]), array("i", [1, 2, 4])]) == 2
