@@ -46,7 +46,10 @@ def words(rng: random.Random, tokens: int) -> str:
 def synthetic_episode(rng: random.Random) -> list[StoredCall]:
     """Ten calls, each prompt the previous prompt + completion + an observation."""
     prompt = [rng.randrange(150_000) for _ in range(SYSTEM_TOKENS)]
-    messages = [{"role": "system", "content": words(rng, SYSTEM_TOKENS - 40)}, {"role": "user", "content": words(rng, 40)}]
+    messages = [
+        {"role": "system", "content": words(rng, SYSTEM_TOKENS - 40)},
+        {"role": "user", "content": words(rng, 40)},
+    ]
     calls = []
     for turn in range(TURNS):
         sampled = [rng.randrange(150_000) for _ in range(COMPLETION_TOKENS)]
@@ -60,13 +63,18 @@ def synthetic_episode(rng: random.Random) -> list[StoredCall]:
         ))  # fmt: skip
         observation = [rng.randrange(150_000) for _ in range(OBSERVATION_TOKENS)]
         prompt = prompt + sampled + observation
-        messages = messages + [{"role": "assistant", "content": text}, {"role": "user", "content": words(rng, OBSERVATION_TOKENS)}]
+        messages = messages + [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": words(rng, OBSERVATION_TOKENS)},
+        ]
     return calls
 
 
 def table_bytes(store: MemoryStore, *names: str) -> int:
     marks = ",".join("?" * len(names))
-    return store.db.execute(f"select coalesce(sum(pgsize), 0) from dbstat where name in ({marks})", names).fetchone()[0]
+    return store.db.execute(
+        f"select coalesce(sum(pgsize), 0) from dbstat where name in ({marks})", names
+    ).fetchone()[0]
 
 
 def store_naive(store: MemoryStore, calls: list[StoredCall]) -> None:
@@ -74,7 +82,11 @@ def store_naive(store: MemoryStore, calls: list[StoredCall]) -> None:
         for call in calls:
             db.execute(
                 "insert into naive_calls values (?, ?, ?)",
-                (json.dumps(call.prompt_ids), json.dumps(call.completion_ids), json.dumps(call.completion_logprobs)),
+                (
+                    json.dumps(call.prompt_ids),
+                    json.dumps(call.completion_ids),
+                    json.dumps(call.completion_logprobs),
+                ),
             )
 
 
@@ -89,10 +101,15 @@ def tiny_model_calls(directory: Path, turns: int) -> tuple[list[StoredCall], str
 
     async def run() -> list[StoredCall]:
         backend = await LocalBackend.load(build_tiny_model(directory / "tiny", seed=0))
-        messages = [{"role": "system", "content": "You run shell commands."}, {"role": "user", "content": "count the files in src"}]
+        messages = [
+            {"role": "system", "content": "You run shell commands."},
+            {"role": "user", "content": "count the files in src"},
+        ]
         rng, calls = random.Random(1), []
         for turn in range(turns):
-            completion = await backend.complete(messages, SamplingParams(temperature=1.0, max_tokens=COMPLETION_TOKENS, seed=turn))
+            completion = await backend.complete(
+                messages, SamplingParams(temperature=1.0, max_tokens=COMPLETION_TOKENS, seed=turn)
+            )
             calls.append(StoredCall(
                 role="executor", model=completion.model, prompt_ids=completion.prompt_ids,
                 completion_ids=completion.completion_ids, completion_logprobs=completion.completion_logprobs,
@@ -101,7 +118,10 @@ def tiny_model_calls(directory: Path, turns: int) -> tuple[list[StoredCall], str
                 tokenizer_hash=completion.tokenizer_hash, chat_template_hash=completion.chat_template_hash,
                 latency_s=completion.latency_s, sampling=completion.sampling.as_dict(),
             ))  # fmt: skip
-            messages = messages + [{"role": "assistant", "content": completion.text}, {"role": "user", "content": words(rng, 60)}]
+            messages = messages + [
+                {"role": "assistant", "content": completion.text},
+                {"role": "user", "content": words(rng, 60)},
+            ]
         return calls
 
     return asyncio.run(run()), "tiny local model (runtime/executor/tiny.py, one CPU thread)"
@@ -122,7 +142,12 @@ def main() -> None:
         timings = []
         started = time.perf_counter()
         for calls in episodes:
-            episode_id = store.start_executor_episode("count the files in src", split="train", snapshot_id="sha256:" + "0" * 64, snapshot_bytes=40_960)
+            episode_id = store.start_executor_episode(
+                "count the files in src",
+                split="train",
+                snapshot_id="sha256:" + "0" * 64,
+                snapshot_bytes=40_960,
+            )
             for call in calls:
                 began = time.perf_counter()
                 store.record_call(episode_id, call)
@@ -131,14 +156,24 @@ def main() -> None:
         record_ms = statistics.median(timings) * 1000
         print(f"record_call median: {record_ms:.3f} ms")
         print(f"record_call p95: {sorted(timings)[int(0.95 * len(timings))] * 1000:.3f} ms")
-        print(f"write throughput: {len(timings) / total:,.0f} calls/s ({args.episodes} episodes of {TURNS} calls)")
+        print(
+            f"write throughput: {len(timings) / total:,.0f} calls/s ({args.episodes} episodes of {TURNS} calls)"
+        )
 
         final = len(episodes[0][-1].prompt_ids) + len(episodes[0][-1].completion_ids)
-        array_bytes = store.db.execute(
-            "select sum(length(prompt_suffix) + length(completion_ids) + length(completion_logprobs)) from model_calls"
-        ).fetchone()[0] / args.episodes
-        row_bytes = table_bytes(store, "model_calls", "model_calls_role", "sqlite_autoindex_model_calls_1") / args.episodes
-        store.db.execute("create table naive_calls (prompt_ids text, completion_ids text, completion_logprobs text)")
+        array_bytes = (
+            store.db.execute(
+                "select sum(length(prompt_suffix) + length(completion_ids) + length(completion_logprobs)) from model_calls"
+            ).fetchone()[0]
+            / args.episodes
+        )
+        row_bytes = (
+            table_bytes(store, "model_calls", "model_calls_role", "sqlite_autoindex_model_calls_1")
+            / args.episodes
+        )
+        store.db.execute(
+            "create table naive_calls (prompt_ids text, completion_ids text, completion_logprobs text)"
+        )
         naive_episodes = min(args.episodes, 50)
         for calls in episodes[:naive_episodes]:
             store_naive(store, calls)
@@ -155,7 +190,9 @@ def main() -> None:
             report = export_trajectories(store, directory / f"out.{fmt}", format=fmt)
             seconds = time.perf_counter() - began
             size = os.path.getsize(directory / f"out.{fmt}")
-            print(f"export {fmt}: {report.calls / seconds:,.0f} calls/s ({report.calls} calls, {size / 2**20:.1f} MiB)")
+            print(
+                f"export {fmt}: {report.calls / seconds:,.0f} calls/s ({report.calls} calls, {size / 2**20:.1f} MiB)"
+            )
 
         real, source = tiny_model_calls(directory, TURNS)
         if real:
@@ -168,19 +205,29 @@ def main() -> None:
                 real_timings.append(time.perf_counter() - began)
             stored = store.calls(episode_id)
             causes = [c.mismatch for c in stored[1:] if not c.extends_previous]
-            print(f"tiny model call: {call_s * 1000:.1f} ms mean ({statistics.mean(len(c.completion_ids) for c in real):.0f} sampled tokens)")
+            print(
+                f"tiny model call: {call_s * 1000:.1f} ms mean ({statistics.mean(len(c.completion_ids) for c in real):.0f} sampled tokens)"
+            )
             print(f"record_call for tiny model calls: {statistics.median(real_timings) * 1000:.3f} ms")
-            print(f"capture overhead share: {statistics.median(real_timings) / call_s:.2%} of a tiny model call")
-            print(f"tiny model prompts extending the previous call: {TURNS - 1 - len(causes)} of {TURNS - 1} (mismatches: {', '.join(sorted(set(filter(None, causes)))) or 'none'})")
+            print(
+                f"capture overhead share: {statistics.median(real_timings) / call_s:.2%} of a tiny model call"
+            )
+            print(
+                f"tiny model prompts extending the previous call: {TURNS - 1 - len(causes)} of {TURNS - 1} (mismatches: {', '.join(sorted(set(filter(None, causes)))) or 'none'})"
+            )
             tiny_bytes = store.db.execute(
                 "select sum(length(prompt_suffix) + length(completion_ids) + length(completion_logprobs))"
                 " from model_calls where episode_id = ?", (episode_id,),
             ).fetchone()[0]  # fmt: skip
             tiny_final = len(real[-1].prompt_ids) + len(real[-1].completion_ids)
             whole = sum(4 * (len(c.prompt_ids) + 2 * len(c.completion_ids)) for c in real)
-            print(f"bytes per token, tiny model episode: {tiny_bytes / tiny_final:.2f} (every prompt whole: {whole / tiny_final:.2f})")
+            print(
+                f"bytes per token, tiny model episode: {tiny_bytes / tiny_final:.2f} (every prompt whole: {whole / tiny_final:.2f})"
+            )
         else:
-            print(f"capture overhead share: {record_ms / 1000 / FIXED_CALL_S:.2%} of a fixed {FIXED_CALL_S * 1000:.0f} ms call ({source})")
+            print(
+                f"capture overhead share: {record_ms / 1000 / FIXED_CALL_S:.2%} of a fixed {FIXED_CALL_S * 1000:.0f} ms call ({source})"
+            )
         store.close()
 
 

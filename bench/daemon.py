@@ -157,7 +157,9 @@ def wait(condition: threading.Condition, done: Callable[[], bool], timeout_s: fl
             raise TimeoutError(f"no replies within {timeout_s} s")
 
 
-async def wait_async(condition: threading.Condition, done: Callable[[], bool], timeout_s: float = 120.0) -> None:
+async def wait_async(
+    condition: threading.Condition, done: Callable[[], bool], timeout_s: float = 120.0
+) -> None:
     await asyncio.to_thread(wait, condition, done, timeout_s)
 
 
@@ -191,7 +193,9 @@ async def slack_latency(slack: TimedSlack, model: FakeOpenAI, count: int) -> lis
         inside = model.time_inside_s
         replies = len(slack.replied_at)
         queued = time.perf_counter()
-        event = slack_wire.message(f"how is the weather today, {n}?", channel=f"D{n % 50}", user=slack_user(n % 50))
+        event = slack_wire.message(
+            f"how is the weather today, {n}?", channel=f"D{n % 50}", user=slack_user(n % 50)
+        )
         await slack.push_event(event)
         await wait_async(slack.replied, lambda replies=replies: len(slack.replied_at) > replies)
         samples.append(slack.replied_at[replies][1] - queued - (model.time_inside_s - inside))
@@ -227,7 +231,9 @@ async def slack_burst(slack: TimedSlack, messages: int, users: int) -> float:
     started = time.perf_counter()
     for n in range(messages):
         person = n % users
-        await slack.push_event(slack_wire.message(f"remind me about item {n}", channel=f"D{person}", user=slack_user(person)))
+        await slack.push_event(
+            slack_wire.message(f"remind me about item {n}", channel=f"D{person}", user=slack_user(person))
+        )
     await wait_async(slack.replied, lambda: len(slack.replied_at) >= before + messages)
     return time.perf_counter() - started
 
@@ -251,7 +257,12 @@ async def measure_daemon(args: argparse.Namespace, folder: Path, model: FakeOpen
             telegram_users = [telegram_user(n) for n in range(max(args.rss_users, args.burst_users, 50))]
             slack_users = [slack_user(n) for n in range(max(args.burst_users, 50))]
             write_config(
-                folder, model=model, telegram=telegram, slack=slack, telegram_users=telegram_users, slack_users=slack_users
+                folder,
+                model=model,
+                telegram=telegram,
+                slack=slack,
+                telegram_users=telegram_users,
+                slack_users=slack_users,
             )
             daemon = DaemonProcess(folder, log_level="warning")
             daemon.start()
@@ -275,11 +286,15 @@ async def measure_daemon(args: argparse.Namespace, folder: Path, model: FakeOpen
                 )
                 figures["rss_start"] = daemon.rss_bytes()
                 for wave in range(0, args.rss_messages, WAVE):
-                    await telegram_burst(telegram, min(WAVE, args.rss_messages - wave), args.rss_users, start=wave)
+                    await telegram_burst(
+                        telegram, min(WAVE, args.rss_messages - wave), args.rss_users, start=wave
+                    )
                     if wave + WAVE == args.rss_messages // 2:
                         figures["rss_half"] = daemon.rss_bytes()
                 figures["rss_end"] = daemon.rss_bytes()
-                figures["database"] = daemon.db_path.stat().st_size + Path(f"{daemon.db_path}-wal").stat().st_size
+                figures["database"] = (
+                    daemon.db_path.stat().st_size + Path(f"{daemon.db_path}-wal").stat().st_size
+                )
                 if daemon.stop() != 0:
                     raise RuntimeError(f"the daemon did not stop cleanly:\n{daemon.log_tail()}")
             finally:
@@ -301,7 +316,9 @@ async def measure_bare_bots(args: argparse.Namespace, folder: Path, model: FakeO
         bot = bare_bot(BARE_TELEGRAM_BOT, log, telegram.url, model.base_url, telegram.token)
         try:
             await telegram_burst(telegram, 100, 50)
-            figures["telegram_latency"] = statistics.median(await telegram_latency(telegram, model, args.latency))
+            figures["telegram_latency"] = statistics.median(
+                await telegram_latency(telegram, model, args.latency)
+            )
             figures["telegram_rate"], figures["telegram_cpu"] = await timed_burst(
                 bot.pid, lambda: telegram_burst(telegram, args.burst, args.burst_users), args.burst
             )
@@ -355,7 +372,9 @@ async def main() -> None:
     print(f"rss_mb_after_warmup: {daemon['rss_start'] / mb:.1f}")
     if "rss_half" in daemon:
         print(f"rss_mb_after_{args.rss_messages // 2}_messages: {daemon['rss_half'] / mb:.1f}")
-    print(f"rss_mb_after_{args.rss_messages}_messages_from_{args.rss_users}_users: {daemon['rss_end'] / mb:.1f}")
+    print(
+        f"rss_mb_after_{args.rss_messages}_messages_from_{args.rss_users}_users: {daemon['rss_end'] / mb:.1f}"
+    )
     print(f"rss_growth_mb: {(daemon['rss_end'] - daemon['rss_start']) / mb:.1f}")
     print(f"database_mb_with_wal: {daemon['database'] / mb:.1f}")
 

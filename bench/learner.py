@@ -172,7 +172,9 @@ def trl_iterations(
 # ours ---------------------------------------------------------------------------------------
 
 
-def ours_learner(model_dir: Path, prompts: list[Prompt], args: argparse.Namespace) -> Callable[[int], Iteration]:
+def ours_learner(
+    model_dir: Path, prompts: list[Prompt], args: argparse.Namespace
+) -> Callable[[int], Iteration]:
     """Sample through the path the learner's replay takes (learner/replay.py): each of the P x G
     attempts asks `GroupBatcher` over `LocalBackend` for a completion with its own seed, and the
     batcher answers them with one batch (`LocalModel.sample_batch`: all prompts left-padded
@@ -192,7 +194,9 @@ def ours_learner(model_dir: Path, prompts: list[Prompt], args: argparse.Namespac
     settings = TrainSettings(lora=lora, learning_rate=LEARNING_RATE, epsilon_high=0.2, checkpoint_every=0)
     trainer = GRPOTrainer(LocalModel.load(model_dir, device=args.device), settings)
     rows = RowSettings(normalisation="token", mask_truncated=False)
-    backend = LocalBackend(trainer.policy.sampler)  # the live weights: each iteration samples the updated policy
+    backend = LocalBackend(
+        trainer.policy.sampler
+    )  # the live weights: each iteration samples the updated policy
 
     async def generate(first_seed: int) -> list[Completion]:
         batcher = GroupBatcher(backend)
@@ -260,9 +264,13 @@ def summarise(name: str, iterations: list[Iteration], groups: int) -> tuple[floa
     print(f"{name} iteration: {total:.3f} s (median of {len(iterations)})")
     print(f"{name} generation: {generate:.3f} s ({generate / total:.0%})")
     if rows:
-        print(f"{name} row building: {rows * 1000:.1f} ms ({rows / (rows + update):.1%} of a step; target < 5%)")
+        print(
+            f"{name} row building: {rows * 1000:.1f} ms ({rows / (rows + update):.1%} of a step; target < 5%)"
+        )
     print(f"{name} update: {update:.3f} s ({update / total:.0%})")
-    print(f"{name} training tokens/s: {tokens / update:,.0f} (update only), {tokens / total:,.0f} (whole iteration)")
+    print(
+        f"{name} training tokens/s: {tokens / update:,.0f} (update only), {tokens / total:,.0f} (whole iteration)"
+    )
     print(f"{name} zero-variance groups: {zero:.1f} of {groups} per iteration")
     return total, update
 
@@ -295,11 +303,17 @@ def main() -> None:
     torch.set_num_threads(1)
     prompts = make_prompts(args.prompts, SYSTEM if args.system else None)
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = build_tiny_model(Path(tmp) / "tiny", seed=0, hidden=args.hidden, layers=args.layers, heads=args.heads)
+        model_dir = build_tiny_model(
+            Path(tmp) / "tiny", seed=0, hidden=args.hidden, layers=args.layers, heads=args.heads
+        )
         parameters = _parameters(model_dir)
-        print(f"model: Qwen3 from a config, {parameters / 1e6:.1f}M parameters, {args.device}, torch threads 1")
-        print(f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}, "
-              f"{'the executor system prompt first' if args.system else 'no system prompt'}")
+        print(
+            f"model: Qwen3 from a config, {parameters / 1e6:.1f}M parameters, {args.device}, torch threads 1"
+        )
+        print(
+            f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}, "
+            f"{'the executor system prompt first' if args.system else 'no system prompt'}"
+        )
         # One of ours after each of trl's steps, so that both sides see the same load.
         iterate, ours_runs = ours_learner(model_dir, prompts, args), []
         trl_runs = trl_iterations(model_dir, prompts, args, lambda: ours_runs.append(iterate(len(ours_runs))))

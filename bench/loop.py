@@ -72,7 +72,9 @@ def fill_memory(store: MemoryStore, messages: int, history: int, rng: random.Ran
     # A session this long has been compacted: its summary stands in for all but the last turns.
     session_id = store.session_id("cli:bench:")
     _, turns = store.conversation(session_id)
-    store.add_summary(session_id, turns[-24].id, "The user and temper discussed projects, budgets and travel.")
+    store.add_summary(
+        session_id, turns[-24].id, "The user and temper discussed projects, budgets and travel."
+    )
 
 
 async def bare_openai_ms(server: FakeOpenAI, calls: int) -> float:
@@ -132,7 +134,9 @@ async def main() -> None:
     toolbox = builtin_toolbox()
     overhead = count_tokens(fixed_overhead_messages(), toolbox.schemas())
     # Providers render tool schemas their own way; as raw JSON text they cost at most this:
-    as_json = count_tokens(fixed_overhead_messages()) + count_tokens([{"role": "user", "content": toolbox.schema_json()}])
+    as_json = count_tokens(fixed_overhead_messages()) + count_tokens(
+        [{"role": "user", "content": toolbox.schema_json()}]
+    )
     print(f"fixed_prompt_overhead_tokens: {overhead}")
     print(f"fixed_prompt_overhead_tokens_schemas_as_json: {as_json}")
     print(f"fixed_prompt_overhead_vs_hermes_reported: {overhead / HERMES_REPORTED_OVERHEAD_TOKENS:.3f}")
@@ -145,7 +149,9 @@ async def main() -> None:
         for stream in (False, True):
             planner = ChatModel(ModelSettings("openai/planner", api_base=server.base_url, api_key="sk-bench",
                                               retry=RetryPolicy(max_retries=0)))  # fmt: skip
-            workspaces = Workspaces("local", SandboxOptions(), Path(tmp) / "snapshots", store.set_workspace_snapshot)
+            workspaces = Workspaces(
+                "local", SandboxOptions(), Path(tmp) / "snapshots", store.set_workspace_snapshot
+            )
             agent = Agent(store, planner, toolbox, workspaces, settings=AgentSettings(stream=stream))
             samples = await runtime_turns(agent, server, args.turns, rng)
             await agent.close()

@@ -114,11 +114,15 @@ def main() -> None:
     bare = apsw.Connection(str(workdir / "bare.db"))
     for pragma in ("pragma journal_mode=wal", "pragma synchronous=normal"):
         bare.execute(pragma).fetchall()
-    bare.execute("create virtual table bare using fts5(content, tokenize='porter unicode61 remove_diacritics 2')")
+    bare.execute(
+        "create virtual table bare using fts5(content, tokenize='porter unicode61 remove_diacritics 2')"
+    )
     started = time.perf_counter()
     for i in range(0, len(messages), 10_000):
         with bare:
-            bare.executemany("insert into bare(content) values (?)", [(m.content,) for m in messages[i : i + 10_000]])
+            bare.executemany(
+                "insert into bare(content) values (?)", [(m.content,) for m in messages[i : i + 10_000]]
+            )
     bare_ingest = time.perf_counter() - started
     bare.execute("insert into bare(bare) values ('optimize')")
     bare.execute("pragma wal_checkpoint(truncate)").fetchall()

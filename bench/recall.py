@@ -25,7 +25,11 @@ KS = (1, 5, 10)
 
 
 def load_questions() -> list[dict]:
-    return [json.loads(line) for line in (DATA / "recall_questions.jsonl").read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in (DATA / "recall_questions.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
 
 
 def recall(ranked: list[list[str]], questions: list[dict]) -> dict[str, dict[int, float]]:
@@ -67,7 +71,9 @@ def print_recall(prefix: str, table: dict[str, dict[int, float]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hybrid", action="store_true", help="also measure BM25 + embeddings (extra `embeddings`)")
+    parser.add_argument(
+        "--hybrid", action="store_true", help="also measure BM25 + embeddings (extra `embeddings`)"
+    )
     args = parser.parse_args()
     questions = load_questions()
     with tempfile.TemporaryDirectory() as tmp, MemoryStore.open(Path(tmp) / "recall.db") as store:
@@ -75,7 +81,10 @@ def main() -> None:
         print(f"messages: {report.added}")
         print(f"questions: {len(questions)}")
         started = time.perf_counter()
-        ours = [[hit.external_id for hit in store.search(q["question"], user=q["user"], limit=10)] for q in questions]
+        ours = [
+            [hit.external_id for hit in store.search(q["question"], user=q["user"], limit=10)]
+            for q in questions
+        ]
         print(f"lexical_ms_per_question: {(time.perf_counter() - started) * 1000 / len(questions):.2f}")
         print_recall("lexical", recall(ours, questions))
         print_recall("baseline", recall(baseline_ranking(store, questions), questions))
@@ -90,7 +99,10 @@ def main() -> None:
             embedded = index.backfill()
             print(f"embed_messages_per_s: {embedded / (time.perf_counter() - started):.0f}")
             started = time.perf_counter()
-            fused = [[hit.external_id for hit in index.search(q["question"], user=q["user"], limit=10)] for q in questions]
+            fused = [
+                [hit.external_id for hit in index.search(q["question"], user=q["user"], limit=10)]
+                for q in questions
+            ]
             print(f"hybrid_ms_per_question: {(time.perf_counter() - started) * 1000 / len(questions):.2f}")
             print_recall("hybrid", recall(fused, questions))
 

@@ -37,9 +37,7 @@ async def plain_true() -> None:
     await process.wait()
 
 
-async def measure(
-    backend: type[Sandbox], options: SandboxOptions, runs: int
-) -> tuple[float, float]:
+async def measure(backend: type[Sandbox], options: SandboxOptions, runs: int) -> tuple[float, float]:
     """Median start+stop and `true` latencies of one backend, in ms."""
 
     async def start_stop() -> None:

@@ -70,11 +70,21 @@ def build_agent(
     )
     terminal = build_executor(config, environ, store, planner) if config.executor.enabled else None
     toolbox = builtin_toolbox(executor=terminal is not None)
-    agent = Agent(store, planner, toolbox, workspaces, judge=judge, settings=AgentSettings(stream=stream), terminal=terminal)
+    agent = Agent(
+        store,
+        planner,
+        toolbox,
+        workspaces,
+        judge=judge,
+        settings=AgentSettings(stream=stream),
+        terminal=terminal,
+    )
     return Assembled(agent, store, notes)
 
 
-def build_executor(config: Config, environ: Mapping[str, str], store: MemoryStore, planner: ChatModel) -> TerminalExecutor:
+def build_executor(
+    config: Config, environ: Mapping[str, str], store: MemoryStore, planner: ChatModel
+) -> TerminalExecutor:
     """terminal_task's executor: the configured executor model, with the planner standing in
     until the model's held-out success reaches the threshold (or when there is no model)."""
     settings = config.executor
@@ -84,7 +94,9 @@ def build_executor(config: Config, environ: Mapping[str, str], store: MemoryStor
     if settings.backend == "openai":
         slot = config.models.executor
         if slot.api_base is None:
-            raise ConfigError(["executor.backend = 'openai' needs models.executor.api_base (an OpenAI-compatible server)"])
+            raise ConfigError(
+                ["executor.backend = 'openai' needs models.executor.api_base (an OpenAI-compatible server)"]
+            )
         model = OpenAIBackend(
             slot.api_base,
             slot.model.split("/", 1)[1] if slot.model.startswith(("openai/", "hosted_vllm/")) else slot.model,
@@ -93,7 +105,9 @@ def build_executor(config: Config, environ: Mapping[str, str], store: MemoryStor
         )
     elif settings.backend == "local":
         if settings.model_dir is None:
-            raise ConfigError(["executor.backend = 'local' needs executor.model_dir (a Hugging Face model directory)"])
+            raise ConfigError(
+                ["executor.backend = 'local' needs executor.model_dir (a Hugging Face model directory)"]
+            )
         from runtime.executor import LocalBackend, LocalModel  # torch: only when a local model is configured
 
         loaded = LocalModel.load(settings.model_dir)
@@ -132,8 +146,11 @@ def configured_secrets(config: Config, environ: Mapping[str, str]) -> list[str]:
         if slot.api_key_env and environ.get(slot.api_key_env):
             found.append(environ[slot.api_key_env])
     for secret in (
-        config.telegram.bot_token, config.telegram.secret_token,
-        config.slack.bot_token, config.slack.app_token, config.slack.signing_secret,
+        config.telegram.bot_token,
+        config.telegram.secret_token,
+        config.slack.bot_token,
+        config.slack.app_token,
+        config.slack.signing_secret,
     ):
         if secret is not None:
             found.append(secret.get_secret_value())

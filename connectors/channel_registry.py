@@ -30,7 +30,15 @@ if TYPE_CHECKING:
 
 ChannelFactory = Callable[["Config"], Channel]
 
-TELEGRAM_OPTIONS = ("mode", "base_url", "webhook_url", "secret_token", "listen_host", "listen_port", "poll_timeout_s")
+TELEGRAM_OPTIONS = (
+    "mode",
+    "base_url",
+    "webhook_url",
+    "secret_token",
+    "listen_host",
+    "listen_port",
+    "poll_timeout_s",
+)
 SLACK_OPTIONS = ("mode", "base_url", "listen_host", "listen_port", "max_file_bytes", "ping_interval_s")
 
 

@@ -52,6 +52,7 @@ commands:
 input: end a line with \\ to continue it, or put a block between two lines of \"\"\".
 Ctrl-C stops a running turn; at the prompt it clears the line."""
 
+
 def chat(
     ctx: typer.Context,
     message: Annotated[
@@ -63,7 +64,9 @@ def chat(
     ] = None,
     api_base: Annotated[
         str | None,
-        typer.Option("--api-base", help="The planner's OpenAI-compatible URL, e.g. http://127.0.0.1:8000/v1."),
+        typer.Option(
+            "--api-base", help="The planner's OpenAI-compatible URL, e.g. http://127.0.0.1:8000/v1."
+        ),
     ] = None,
     session: Annotated[
         str, typer.Option("--session", "-s", help="The conversation to continue (or start).")
@@ -124,7 +127,9 @@ def run_chat(
             loop.stop()
 
 
-def _build(loop: AgentLoop, config: Config, model: str | None, api_base: str | None, stream: bool) -> Assembled:
+def _build(
+    loop: AgentLoop, config: Config, model: str | None, api_base: str | None, stream: bool
+) -> Assembled:
     """The agent, built on the loop thread; key and model-string problems exit 2 in one line."""
     from connectors.assembly import build_agent
     from runtime import ModelError
@@ -139,7 +144,9 @@ def _build(loop: AgentLoop, config: Config, model: str | None, api_base: str | N
 def converse(chat: Chat, terminal: Terminal, renderer: Renderer) -> None:
     """The interactive loop: read a message or a /command, answer it, until /exit or Ctrl-D."""
     if terminal.interactive:
-        renderer.note(f"temper chat · {chat.agent.planner.model} · session {chat.session} · /help lists commands")
+        renderer.note(
+            f"temper chat · {chat.agent.planner.model} · session {chat.session} · /help lists commands"
+        )
     while True:
         try:
             text = terminal.read_message()
@@ -169,7 +176,9 @@ class AgentLoop:
 
     def __init__(self) -> None:
         self._ready = threading.Event()
-        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), name="temper-agent", daemon=True)
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._serve(),), name="temper-agent", daemon=True
+        )
         self._thread.start()
         self._ready.wait()
 
@@ -233,7 +242,9 @@ class Chat:
     def inbound(self, text: str) -> Inbound:
         from runtime import Inbound
 
-        return Inbound(platform="cli", chat_id=self.session, user_id=self.user, text=text, user_name=self.user)
+        return Inbound(
+            platform="cli", chat_id=self.session, user_id=self.user, text=text, user_name=self.user
+        )
 
     @property
     def session_key(self) -> str:
@@ -363,7 +374,9 @@ class Chat:
             mark = "*" if name == self.session else " "
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(updated_at))
             about = shorten(first or "", 50)
-            self.renderer.line(self.renderer.out, f"{mark} {name:<{width}}  {when}  {count:>4} messages  {about}")
+            self.renderer.line(
+                self.renderer.out, f"{mark} {name:<{width}}  {when}  {count:>4} messages  {about}"
+            )
 
     def _sessions(self, limit: int = 20) -> list[tuple[str, float, int, str | None]]:
         """This user's CLI sessions, newest first."""

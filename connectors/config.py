@@ -256,9 +256,7 @@ class SlackConfig(Section):
 class DaemonConfig(Section):
     """`temper daemon`: draining, concurrency, approvals, pairing, and the schedule."""
 
-    drain_timeout_s: float = Field(
-        30.0, ge=0, le=3600, description="a number of seconds from 0 to 3600"
-    )
+    drain_timeout_s: float = Field(30.0, ge=0, le=3600, description="a number of seconds from 0 to 3600")
     concurrency: int = Field(4, ge=1, le=256, description="a whole number from 1 to 256")
     approval_timeout_s: float = Field(
         300.0, gt=0, le=86400, description="a number of seconds above 0 and at most 86400"
@@ -287,9 +285,7 @@ class Config(Section):
     models: ModelsConfig = Field(default_factory=ModelsConfig, description="a table [models]")
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig, description="a table [sandbox]")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="a table [executor]")
-    telegram: TelegramConfig = Field(
-        default_factory=TelegramConfig, description="a table [telegram]"
-    )
+    telegram: TelegramConfig = Field(default_factory=TelegramConfig, description="a table [telegram]")
     slack: SlackConfig = Field(default_factory=SlackConfig, description="a table [slack]")
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="a table [daemon]")
 
@@ -323,9 +319,7 @@ def resolve_config_path(path: Path | None = None, environ: Mapping[str, str] | N
     return Path(user_config_dir(APP_NAME)) / "config.toml"
 
 
-def resolve_secrets_path(
-    secrets_path: Path | None, config_path: Path, environ: Mapping[str, str]
-) -> Path:
+def resolve_secrets_path(secrets_path: Path | None, config_path: Path, environ: Mapping[str, str]) -> Path:
     """The secrets file: ``secrets_path``, ``$TEMPER_SECRETS`` or secrets.toml beside the config."""
     if secrets_path is not None:
         return secrets_path.expanduser()
@@ -347,9 +341,7 @@ def load_config(
     """
     env = os.environ if environ is None else environ
     config_file = resolve_config_path(path, env)
-    config_data = _read_toml(
-        config_file, required=path is not None or bool(env.get(CONFIG_PATH_ENV))
-    )
+    config_data = _read_toml(config_file, required=path is not None or bool(env.get(CONFIG_PATH_ENV)))
     _refuse_secrets_in_config(config_data, config_file)
 
     secrets_file = resolve_secrets_path(secrets_path, config_file, env)
@@ -494,9 +486,7 @@ def _refuse_secrets_in_config(data: dict[str, Any], path: Path) -> None:
         raise ConfigError(problems)
 
 
-def _leaves(
-    data: dict[str, Any], prefix: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _leaves(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     for key, value in data.items():
         if isinstance(value, dict):
             yield from _leaves(value, (*prefix, key))

@@ -142,7 +142,11 @@ class Daemon:
         return 1 if self.force_exit else 0
 
     def handle_exit(self, sig: int | None = None) -> None:
-        log.info("%s: %s", signal.Signals(sig).name if sig else "exit", "stopping now" if self.should_exit else "draining")
+        log.info(
+            "%s: %s",
+            signal.Signals(sig).name if sig else "exit",
+            "stopping now" if self.should_exit else "draining",
+        )
         if self.should_exit:
             self.force_exit = True
             self._forced.set()
@@ -159,7 +163,9 @@ class Daemon:
                 name, partial(factory, self.config), self.inbox.deliver, self.settings.restart, self.report
             )
         access = Access(store, allowlists(self.config), self.settings.pairing)
-        self.dispatcher = Dispatcher(store, self._assembled.agent, access, self.supervisors, self.settings.dispatch)
+        self.dispatcher = Dispatcher(
+            store, self._assembled.agent, access, self.supervisors, self.settings.dispatch
+        )
         history = job_history(read_report(self.status_path))
         self.scheduler = Scheduler([*self.default_jobs(store), *self.extra_jobs], history)
         for supervisor in self.supervisors.values():
@@ -169,7 +175,9 @@ class Daemon:
             asyncio.create_task(self.scheduler.run(), name="schedule"),
         ]
         if not self.supervisors:
-            log.warning("no chat channel is enabled ([telegram] or [slack] enabled = true): running the schedule only")
+            log.warning(
+                "no chat channel is enabled ([telegram] or [slack] enabled = true): running the schedule only"
+            )
         self._state = "running"
         self.report()
         notify("READY=1")

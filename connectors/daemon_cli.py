@@ -20,7 +20,9 @@ from connectors.cli_context import CONFIG_ERROR_EXIT, get_config, get_state
 from connectors.memory_cli import open_store
 
 app = typer.Typer(help="Run temper as a service: chat channels, the schedule, the status report.")
-pairing_app = typer.Typer(help="Who may talk to temper: approve pairing codes, grant, revoke.", no_args_is_help=True)
+pairing_app = typer.Typer(
+    help="Who may talk to temper: approve pairing codes, grant, revoke.", no_args_is_help=True
+)
 
 
 @app.callback(invoke_without_command=True)
@@ -36,7 +38,11 @@ def daemon(
     ] = None,
     concurrency: Annotated[
         int | None,
-        typer.Option("--concurrency", help="Turns answered at once, one per session (config: daemon.concurrency).", min=1),
+        typer.Option(
+            "--concurrency",
+            help="Turns answered at once, one per session (config: daemon.concurrency).",
+            min=1,
+        ),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
 ) -> None:
@@ -70,11 +76,15 @@ def daemon(
 def install(
     ctx: typer.Context,
     system: Annotated[
-        bool, typer.Option("--system", help="A system service in /etc/systemd/system (run as root), not a user one.")
+        bool,
+        typer.Option(
+            "--system", help="A system service in /etc/systemd/system (run as root), not a user one."
+        ),
     ] = False,
     user: Annotated[str, typer.Option("--user", help="The account a system service runs as.")] = "temper",
     unit_dir: Annotated[
-        Path | None, typer.Option("--unit-dir", help="Write the unit here instead (packaging, review).", file_okay=False)
+        Path | None,
+        typer.Option("--unit-dir", help="Write the unit here instead (packaging, review).", file_okay=False),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing unit.")] = False,
 ) -> None:
@@ -86,7 +96,10 @@ def install(
         config_path, directory = SYSTEM_CONFIG, unit_dir or SYSTEM_UNIT_DIR
     else:
         config_path = resolve_config_path(get_state(ctx).config_path).absolute()
-        directory = unit_dir or Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "systemd" / "user"
+        directory = (
+            unit_dir
+            or Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "systemd" / "user"
+        )
     unit_path = directory / UNIT_NAME
     if unit_path.exists() and not force:
         typer.echo(f"temper: {unit_path} exists; --force replaces it", err=True)
@@ -96,7 +109,9 @@ def install(
         directory.mkdir(parents=True, exist_ok=True)
         unit_path.write_text(text, encoding="utf-8")
     except PermissionError:
-        typer.echo(f"temper: cannot write {unit_path}: permission denied (a system unit needs root)", err=True)
+        typer.echo(
+            f"temper: cannot write {unit_path}: permission denied (a system unit needs root)", err=True
+        )
         raise typer.Exit(1) from None
     typer.echo(f"wrote {unit_path}")
     if system:
@@ -113,7 +128,9 @@ def _temper_executable() -> str:
 
 def status(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="The daemon's report and the queue as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The daemon's report and the queue as JSON.")
+    ] = False,
 ) -> None:
     """The daemon: its channels, the queue, the schedule's last and next runs, the executor."""
     from connectors.daemon_status import STATUS_FILE, read_report, render
@@ -151,7 +168,9 @@ def pairing_list(ctx: typer.Context) -> None:
 
 
 @pairing_app.command("approve")
-def pairing_approve(ctx: typer.Context, code: Annotated[str, typer.Argument(help="The code, e.g. ABCD-EFGH.")]) -> None:
+def pairing_approve(
+    ctx: typer.Context, code: Annotated[str, typer.Argument(help="The code, e.g. ABCD-EFGH.")]
+) -> None:
     """Let in the person a pairing code was given to."""
     from memory import PairingError
 
@@ -190,6 +209,8 @@ def pairing_revoke(ctx: typer.Context, user: Annotated[str, typer.Argument(help=
 def _platform_user(text: str) -> tuple[str, str]:
     platform, _, user_id = text.partition(":")
     if not platform or not user_id:
-        typer.echo(f"temper: {text!r}: give PLATFORM:USER_ID, like telegram:123456789 or slack:U012AB3CD", err=True)
+        typer.echo(
+            f"temper: {text!r}: give PLATFORM:USER_ID, like telegram:123456789 or slack:U012AB3CD", err=True
+        )
         raise typer.Exit(CONFIG_ERROR_EXIT)
     return platform, user_id

@@ -62,7 +62,9 @@ def job_history(report: dict[str, Any] | None) -> dict[str, JobRun]:
     for name, job in ((report or {}).get("jobs") or {}).items():
         last = job.get("last") if isinstance(job, dict) else None
         if isinstance(last, dict) and isinstance(last.get("finished_at"), int | float):  # cut short: no run
-            runs[name] = JobRun(last["started_at"], last.get("finished_at"), last.get("ok"), str(last.get("detail", "")))
+            runs[name] = JobRun(
+                last["started_at"], last.get("finished_at"), last.get("ok"), str(last.get("detail", ""))
+            )
     return runs
 
 
@@ -89,7 +91,11 @@ def render(report: dict[str, Any] | None, pending: int, failed: int, now: float 
     else:
         lines = [f"daemon:    not running (last seen {_when(report.get('updated_at'))})"]
     for channel in (report or {}).get("channels", []):
-        error = f": {channel['last_error']}" if channel.get("last_error") and channel["state"] != "running" else ""
+        error = (
+            f": {channel['last_error']}"
+            if channel.get("last_error") and channel["state"] != "running"
+            else ""
+        )
         lines.append(
             f"{channel['name'] + ':':<10} {channel['state']}{error} "
             f"(since {_when(channel['since'])}, restarts {channel['restarts']})"
@@ -97,7 +103,11 @@ def render(report: dict[str, Any] | None, pending: int, failed: int, now: float 
     queue = (report or {}).get("queue", {})
     lines.append(
         f"queue:     {pending} pending, {failed} failed"
-        + (f", {queue.get('in_flight', 0)} in flight, {queue.get('approvals_open', 0)} approvals open" if queue else "")
+        + (
+            f", {queue.get('in_flight', 0)} in flight, {queue.get('approvals_open', 0)} approvals open"
+            if queue
+            else ""
+        )
     )
     jobs = (report or {}).get("jobs", {})
     for name, job in jobs.items():

@@ -150,7 +150,9 @@ class Dispatcher:
         deadline = time.monotonic() + timeout_s
         while self._turns and not forced.is_set() and (left := deadline - time.monotonic()) > 0:
             force = asyncio.create_task(forced.wait())
-            await asyncio.wait({*self._busy.values(), force}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {*self._busy.values(), force}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
             force.cancel()
         return await self.cancel()
 
@@ -182,7 +184,9 @@ class Dispatcher:
     def _defer(self, item: InboxItem, error: Exception, at_least_s: float = 0.0) -> None:
         settings = self.settings
         delay = max(min(settings.retry_base_s * 2**item.attempts, settings.retry_max_s), at_least_s)
-        if self.store.defer_inbox_item(item.id, delay, f"{type(error).__name__}: {error}", settings.max_attempts):
+        if self.store.defer_inbox_item(
+            item.id, delay, f"{type(error).__name__}: {error}", settings.max_attempts
+        ):
             log.error("inbox item %s failed %d times; given up: %s", item.id, settings.max_attempts, error)
 
     async def _handle(self, item: InboxItem, supervisor: ChannelSupervisor) -> None:
@@ -220,7 +224,9 @@ class Dispatcher:
 
     def _react(self, reaction: Reaction) -> bool:
         """A thumbs up/down by the person the reacted-to answer was for: their reward on its episode."""
-        episode_id = self.store.episode_for_sent_message(reaction.platform, reaction.chat_id, reaction.message_id)
+        episode_id = self.store.episode_for_sent_message(
+            reaction.platform, reaction.chat_id, reaction.message_id
+        )
         user_id = self.store.user_for_identity(reaction.platform, reaction.user_id)
         if episode_id is None or user_id is None or self.store.episode(episode_id).user_id != user_id:
             return False

@@ -81,9 +81,7 @@ def check_config(
 async def check_data_dir(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
     data_dir = config.data_dir
     if not data_dir.is_dir():
-        return [
-            CheckResult("data_dir", Status.FAIL, f"{data_dir} does not exist (run `temper init`)")
-        ]
+        return [CheckResult("data_dir", Status.FAIL, f"{data_dir} does not exist (run `temper init`)")]
     try:
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
@@ -102,9 +100,7 @@ async def check_database(config: Config, environ: Mapping[str, str]) -> list[Che
     except Exception as exc:  # whatever the memory package raises, doctor reports it
         return [CheckResult("database", Status.FAIL, f"{db_path}: {type(exc).__name__}: {exc}")]
     counts = ", ".join(f"{key} {stats[key]}" for key in DATABASE_FIGURES if key in stats)
-    return [
-        CheckResult("database", Status.OK, f"{db_path} opens" + (f" ({counts})" if counts else ""))
-    ]
+    return [CheckResult("database", Status.OK, f"{db_path} opens" + (f" ({counts})" if counts else ""))]
 
 
 def _database_stats(db_path: Path) -> dict[str, object]:
@@ -157,9 +153,7 @@ def _connector(name: str, enabled: bool, tokens: Mapping[str, SecretStr | None])
     missing = [key for key, value in tokens.items() if value is None]
     if missing:
         keys = ", ".join(f"{name}.{key}" for key in missing)
-        return CheckResult(
-            name, Status.FAIL, f"enabled, but {keys} not set (secrets.toml or TEMPER_*)"
-        )
+        return CheckResult(name, Status.FAIL, f"enabled, but {keys} not set (secrets.toml or TEMPER_*)")
     shown = ", ".join(f"{key} {mask(value)}" for key, value in tokens.items())
     return CheckResult(name, Status.OK, f"enabled, {shown}")
 
@@ -176,7 +170,11 @@ async def check_sandboxes(config: Config, environ: Mapping[str, str]) -> list[Ch
                 detail = "chosen in sandbox.backend: commands run WITHOUT isolation, only rlimits"
                 results.append(CheckResult("local", Status.WARN, detail))
             else:
-                results.append(CheckResult("local", Status.OK, "available (weakest; only when sandbox.backend = 'local')"))
+                results.append(
+                    CheckResult(
+                        "local", Status.OK, "available (weakest; only when sandbox.backend = 'local')"
+                    )
+                )
         elif status.available:
             results.append(CheckResult(status.name, Status.OK, status.detail))
         else:
@@ -210,13 +208,9 @@ async def _probe_endpoint(client: httpx.AsyncClient, name: str, settings: ModelS
     try:
         response = await client.get(url, headers=headers)
     except httpx.HTTPError as exc:
-        return CheckResult(
-            name, Status.WARN, f"{url} unreachable: {_short(exc) or type(exc).__name__}"
-        )
+        return CheckResult(name, Status.WARN, f"{url} unreachable: {_short(exc) or type(exc).__name__}")
     if response.status_code in (401, 403):
-        return CheckResult(
-            name, Status.WARN, f"{url} refused the API key (HTTP {response.status_code})"
-        )
+        return CheckResult(name, Status.WARN, f"{url} refused the API key (HTTP {response.status_code})")
     if response.status_code != 200:
         return CheckResult(name, Status.WARN, f"{url} answered HTTP {response.status_code}")
     served = _served_models(response)

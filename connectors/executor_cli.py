@@ -21,7 +21,9 @@ from connectors.cli_context import get_config
 if TYPE_CHECKING:
     from learner.versions import ExecutorVersions, Version
 
-app = typer.Typer(help="The executor's trained adapter versions: status, list, rollback.", no_args_is_help=True)
+app = typer.Typer(
+    help="The executor's trained adapter versions: status, list, rollback.", no_args_is_help=True
+)
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -46,7 +48,9 @@ def status(ctx: typer.Context, as_json: AsJson = False) -> None:
         typer.echo(json.dumps(None if current is None else _as_json(current), indent=1))
         return
     if current is None:
-        typer.echo("no executor version yet: the executor runs its base model (a learning cycle promotes one)")
+        typer.echo(
+            "no executor version yet: the executor runs its base model (a learning cycle promotes one)"
+        )
         return
     meta = current.meta
     typer.echo(f"current: {current.name}  ({current.directory})")

@@ -34,13 +34,21 @@ class Encoded:
 def encode(item: Delivered) -> Encoded:
     payload = json.dumps(asdict(item), ensure_ascii=False, separators=(",", ":"))
     if isinstance(item, Inbound):
-        message_id = item.platform_message_id if item.platform_message_id is not None else f"local-{uuid.uuid4().hex}"
+        message_id = (
+            item.platform_message_id if item.platform_message_id is not None else f"local-{uuid.uuid4().hex}"
+        )
         return Encoded("message", f"m:{item.chat_id}:{message_id}", item.session_key, payload)
     if isinstance(item, ButtonPress):
-        return Encoded("button", f"b:{item.platform_event_id}", f"{item.platform}:b:{item.platform_event_id}", payload)
+        return Encoded(
+            "button", f"b:{item.platform_event_id}", f"{item.platform}:b:{item.platform_event_id}", payload
+        )
     if isinstance(item, Reaction):
-        return Encoded("reaction", f"r:{item.platform_event_id}", f"{item.platform}:r:{item.platform_event_id}", payload)
-    raise TypeError(f"cannot deliver a {type(item).__name__}: a channel delivers Inbound, ButtonPress or Reaction")
+        return Encoded(
+            "reaction", f"r:{item.platform_event_id}", f"{item.platform}:r:{item.platform_event_id}", payload
+        )
+    raise TypeError(
+        f"cannot deliver a {type(item).__name__}: a channel delivers Inbound, ButtonPress or Reaction"
+    )
 
 
 def decode(item: InboxItem) -> Delivered:
@@ -64,7 +72,9 @@ class Inbox:
 
     async def deliver(self, item: Delivered) -> None:
         encoded = encode(item)
-        added = self.store.add_inbox_item(item.platform, encoded.event_id, encoded.kind, encoded.lane, encoded.payload)
+        added = self.store.add_inbox_item(
+            item.platform, encoded.event_id, encoded.kind, encoded.lane, encoded.payload
+        )
         if added is None:
             self.duplicates += 1
         else:

@@ -21,26 +21,38 @@ import typer
 from connectors.cli_context import get_config
 from connectors.config import Config
 
-app = typer.Typer(help="Train the executor on replays of tasks, gate it, promote it.", invoke_without_command=True)
+app = typer.Typer(
+    help="Train the executor on replays of tasks, gate it, promote it.", invoke_without_command=True
+)
 
 
 @app.callback()
 def learn(
     ctx: typer.Context,
-    now: Annotated[bool, typer.Option("--now", help="Run a cycle now instead of waiting for the daemon's schedule.")] = False,
-    minutes: Annotated[float, typer.Option("--minutes", min=1, help="Wall-clock budget for training.")] = 60.0,
-    iterations: Annotated[int, typer.Option("--iterations", min=0, help="At most this many GRPO steps.")] = 500,
+    now: Annotated[
+        bool, typer.Option("--now", help="Run a cycle now instead of waiting for the daemon's schedule.")
+    ] = False,
+    minutes: Annotated[
+        float, typer.Option("--minutes", min=1, help="Wall-clock budget for training.")
+    ] = 60.0,
+    iterations: Annotated[
+        int, typer.Option("--iterations", min=0, help="At most this many GRPO steps.")
+    ] = 500,
     per_family: Annotated[int, typer.Option("--per-family", min=1, help="Synthetic tasks per family.")] = 8,
 ) -> None:
     """Run one learning cycle (--now), or say when the daemon runs the next one."""
     config = get_config(ctx)
     if not now:
-        typer.echo("The daemon runs a learning cycle nightly (its [daemon] learner schedule; `temper status` shows the next run).")
+        typer.echo(
+            "The daemon runs a learning cycle nightly (its [daemon] learner schedule; `temper status` shows the next run)."
+        )
         typer.echo("Run one now with `temper learn --now`.")
         return
     try:
         summary = asyncio.run(
-            run_learning_cycle(config, minutes=minutes, iterations=iterations, per_family=per_family, say=typer.echo)
+            run_learning_cycle(
+                config, minutes=minutes, iterations=iterations, per_family=per_family, say=typer.echo
+            )
         )
     except LearnerSetupError as error:
         typer.echo(f"temper: {error}", err=True)
@@ -58,7 +70,12 @@ async def nightly_cycle(config: Config, store: object) -> str:
 
 
 async def run_learning_cycle(
-    config: Config, *, minutes: float, say: Callable[[str], object], iterations: int = 500, per_family: int = 8
+    config: Config,
+    *,
+    minutes: float,
+    say: Callable[[str], object],
+    iterations: int = 500,
+    per_family: int = 8,
 ) -> str:
     import torch
 
@@ -69,7 +86,7 @@ async def run_learning_cycle(
     settings = config.executor
     if settings.backend != "local" or settings.model_dir is None:
         raise LearnerSetupError(
-            "temper learn trains a local executor model: set [executor] backend = \"local\" and "
+            'temper learn trains a local executor model: set [executor] backend = "local" and '
             "model_dir (e.g. a model from `temper quickstart`, or any Hugging Face causal LM directory)"
         )
     torch.set_num_threads(1)
@@ -83,7 +100,9 @@ async def run_learning_cycle(
     versions = ExecutorVersions(config.data_dir)
     current = versions.current()
     work_dir = _cycle_dir(config.data_dir, day)
-    say(f"cycle in {work_dir}: {len(train)} training tasks, {len(heldout)} held-out, starting from {current.name if current else 'the base model'}")
+    say(
+        f"cycle in {work_dir}: {len(train)} training tasks, {len(heldout)} held-out, starting from {current.name if current else 'the base model'}"
+    )
     with MemoryStore.open(config.memory.db_path) as store:
         result = await run_cycle(
             Path(settings.model_dir), train, heldout, store, work_dir, versions,

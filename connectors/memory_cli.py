@@ -79,14 +79,18 @@ def import_(
 @app.command()
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Any text: a question, words, \"a phrase\", prefix*.")],
+    query: Annotated[str, typer.Argument(help='Any text: a question, words, "a phrase", prefix*.')],
     user: Annotated[str | None, typer.Option("--user", help="Only this user's messages.")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Only this session's messages.")] = None,
     role: Annotated[str | None, typer.Option("--role", help="user, assistant, system or tool.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=200, help="How many hits.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array of hits.")] = False,
     hybrid: Annotated[
-        bool, typer.Option("--hybrid", help="Fuse with sentence embeddings (extra `embeddings`; run `temper memory embed` first).")
+        bool,
+        typer.Option(
+            "--hybrid",
+            help="Fuse with sentence embeddings (extra `embeddings`; run `temper memory embed` first).",
+        ),
     ] = False,
 ) -> None:
     """Find the messages that answer QUERY, best first."""
@@ -96,9 +100,13 @@ def search(
         try:
             if hybrid:
                 index = _vector_index(store)
-                hits = index.search(query, user=user, all_users=user is None, session=session, role=role, limit=limit)
+                hits = index.search(
+                    query, user=user, all_users=user is None, session=session, role=role, limit=limit
+                )
             else:
-                hits = store.search(query, user=user, all_users=user is None, session=session, role=role, limit=limit)
+                hits = store.search(
+                    query, user=user, all_users=user is None, session=session, role=role, limit=limit
+                )
         except (ValueError, ImportError, EmbeddingUnavailable) as error:
             typer.echo(f"temper: {error}", err=True)
             raise typer.Exit(2) from None

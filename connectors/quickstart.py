@@ -38,9 +38,15 @@ GATE_RESERVE_S = 40.0  # the gate's two held-out evaluations (about 10 s here) a
 def quickstart(
     ctx: typer.Context,
     seed: Annotated[int, typer.Option("--seed", help="Seeds the model, the tasks and the sampling.")] = 0,
-    directory: Annotated[Path | None, typer.Option("--dir", help="Where it all goes (default: under the data dir).")] = None,
-    minutes: Annotated[float, typer.Option("--minutes", min=2, help="Wall-clock budget for the whole run.")] = 10.0,
-    quick: Annotated[bool, typer.Option("--quick", help="A short run of the same path (tests, smoke checks).")] = False,
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Where it all goes (default: under the data dir).")
+    ] = None,
+    minutes: Annotated[
+        float, typer.Option("--minutes", min=2, help="Wall-clock budget for the whole run.")
+    ] = 10.0,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="A short run of the same path (tests, smoke checks).")
+    ] = False,
 ) -> None:
     """Run the closed learning loop offline with a tiny executor; print held-out success before and after."""
     import torch
@@ -73,10 +79,13 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     warm_deadline, grpo_deadline = started + minutes * 30, started + minutes * 60 - GATE_RESERVE_S
     say = lambda text: typer.echo(f"[{time.time() - started:5.0f}s] {text}")  # noqa: E731
     one_turn = ExecutorSettings(max_turns=1, sampling=SamplingParams(temperature=1.0, max_tokens=64))
+
     # Many training tasks (a tiny model learns to copy names from the instruction only from many
     # examples; with few it memorises commands), fewer held-out ones (evaluated every epoch).
     def split(per_family: int, which: str) -> list[Task]:
-        tasks = synthetic_suite(seed=seed, per_family=per_family, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
+        tasks = synthetic_suite(
+            seed=seed, per_family=per_family, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES
+        )
         return [t for t in tasks if t.split == which]
 
     # The warm start imitates the first 32 tasks of each family with reference solutions; GRPO
@@ -89,7 +98,9 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     # Distinct tasks of the held-out families, every other one to validation and to test.
     heldout = split(4 if quick else 16, "heldout")
     validation, test = heldout[0::2], heldout[1::2]
-    evaluation = as_served(ReplaySettings(group_size=2 if quick else 4, seed=10_000 + seed, executor=one_turn))
+    evaluation = as_served(
+        ReplaySettings(group_size=2 if quick else 4, seed=10_000 + seed, executor=one_turn)
+    )
     say(f"tasks: {len(train)} training ({len({t.family for t in train})} families; the warm start imitates "
         f"{len(with_reference)} of them, from {len({t.family for t in with_reference})} families), "
         f"held-out families {', '.join(sorted(GRID_HELDOUT))}: {len(validation)} validation, {len(test)} test")  # fmt: skip
@@ -128,7 +139,9 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     )
     # The gate as the nightly cycle runs it (parse failures and timeouts must not rise at all;
     # held-out replies are constrained, and close in time to parse), but fewer pairs in --quick.
-    gate = replace(cycle_settings.gate, min_pairs=min(cycle_settings.gate.min_pairs, len(test) * evaluation.group_size))
+    gate = replace(
+        cycle_settings.gate, min_pairs=min(cycle_settings.gate.min_pairs, len(test) * evaluation.group_size)
+    )
     cycle_settings = replace(cycle_settings, gate=gate)
     result = await run_cycle(
         warm.model_dir, train, test, store, where, versions, cycle_settings,

@@ -108,7 +108,9 @@ class Cron:
         raise CronError(f"{self.text!r} never comes (no such date)")
 
 
-def _field(text: str, name: str, low: int, high: int, names: tuple[str, ...] = (), first: int = 0) -> frozenset[int]:
+def _field(
+    text: str, name: str, low: int, high: int, names: tuple[str, ...] = (), first: int = 0
+) -> frozenset[int]:
     def number(part: str) -> int:
         lowered = part.lower()
         if lowered in names:
@@ -186,7 +188,11 @@ class Scheduler:
                         log.warning("job %s is due but its last run has not finished; skipped", name)
                     else:
                         self.start(name)
-            wait = min((due - now).total_seconds() for due in self.next_runs.values()) if self.next_runs else self.tick_s
+            wait = (
+                min((due - now).total_seconds() for due in self.next_runs.values())
+                if self.next_runs
+                else self.tick_s
+            )
             await asyncio.sleep(min(max(wait, 0.01), self.tick_s))
 
     def start(self, name: str) -> asyncio.Task[JobRun]:

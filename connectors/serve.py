@@ -36,9 +36,7 @@ def executor(
     host: Annotated[
         str, typer.Option(help="Address to bind; 0.0.0.0 exposes it to the network.")
     ] = "127.0.0.1",
-    port: Annotated[
-        int, typer.Option(help="Port to listen on (0: any free port).", min=0, max=65535)
-    ] = 8000,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).", min=0, max=65535)] = 8000,
     served_model_name: Annotated[
         str | None, typer.Option(help="The model's name on the wire (default: --model as given).")
     ] = None,
@@ -50,17 +48,13 @@ def executor(
     threads: Annotated[int, typer.Option(help="torch threads on CPU.", min=1)] = 1,
     api_key: Annotated[
         str | None,
-        typer.Option(
-            envvar="TEMPER_EXECUTOR_API_KEY", help="Require this bearer key on /v1/ requests."
-        ),
+        typer.Option(envvar="TEMPER_EXECUTOR_API_KEY", help="Require this bearer key on /v1/ requests."),
     ] = None,
     access_log: Annotated[bool, typer.Option(help="Log each request to stderr.")] = True,
 ) -> None:
     """Serve an executor model as an OpenAI-compatible server (vLLM's token-id subset)."""
     if not model.is_dir():
-        typer.echo(
-            f"temper serve executor: {model} is not a directory: give a model directory", err=True
-        )
+        typer.echo(f"temper serve executor: {model} is not a directory: give a model directory", err=True)
         raise typer.Exit(2)
     adapters = [_adapter_option(option) for option in lora or []]
     if access_log:
@@ -147,7 +141,5 @@ async def _serve_until_signalled(server: ExecutorServer, adapters: list[str]) ->
 def _adapter_option(option: str) -> tuple[str, Path]:
     name, separator, path = option.partition("=")
     if not separator or not name or not path:
-        raise typer.BadParameter(
-            f"{option!r}: write NAME=PATH, like v3=/adapters/v3", param_hint="--lora"
-        )
+        raise typer.BadParameter(f"{option!r}: write NAME=PATH, like v3=/adapters/v3", param_hint="--lora")
     return name, Path(path)

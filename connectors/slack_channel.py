@@ -89,7 +89,15 @@ POSITIVE = frozenset({"+1", "thumbsup"})
 NEGATIVE = frozenset({"-1", "thumbsdown"})
 DELIVERED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 FATAL_ERRORS = frozenset(
-    {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive", "missing_scope", "not_allowed_token_type"}
+    {
+        "invalid_auth",
+        "not_authed",
+        "token_revoked",
+        "token_expired",
+        "account_inactive",
+        "missing_scope",
+        "not_allowed_token_type",
+    }
 )
 RATE_LIMIT_RETRIES = 3
 MAX_RATE_LIMIT_WAIT_S = 30.0
@@ -126,7 +134,9 @@ class SlackChannel:
                 fatal=True,
             )
         if mode == "http" and not signing_secret:
-            raise ChannelError("slack: HTTP mode needs the app's signing secret: set slack.signing_secret", fatal=True)
+            raise ChannelError(
+                "slack: HTTP mode needs the app's signing secret: set slack.signing_secret", fatal=True
+            )
         self.bot_token = bot_token
         self.app_token = app_token
         self.signing_secret = signing_secret
@@ -161,7 +171,9 @@ class SlackChannel:
         self._session = aiohttp.ClientSession()
         self._client = AsyncWebClient(token=self.bot_token, base_url=self.base_url, session=self._session)
         api_host = urlsplit(self.base_url).hostname or "slack.com"
-        self._files = SlackFiles(self._session, self.bot_token, self.workspace_dir, self.max_file_bytes, api_host)
+        self._files = SlackFiles(
+            self._session, self.bot_token, self.workspace_dir, self.max_file_bytes, api_host
+        )
         try:
             auth = await self._call(self._client.auth_test)
             self.bot_user_id = auth.get("user_id")
@@ -286,7 +298,9 @@ class SlackChannel:
         )
         await self._delivered(reaction)
 
-    async def _on_button(self, ack: Callable[[], Awaitable[Any]], body: dict[str, Any], action: dict[str, Any]) -> None:
+    async def _on_button(
+        self, ack: Callable[[], Awaitable[Any]], body: dict[str, Any], action: dict[str, Any]
+    ) -> None:
         channel = (body.get("channel") or {}).get("id") or body["container"]["channel_id"]
         user = body["user"]["id"]
         choice = action["action_id"].removeprefix(APPROVAL_ACTION_PREFIX)
@@ -310,7 +324,9 @@ class SlackChannel:
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         what = body.get("event", {}).get("type") or body.get("type") or "request"
-        log.warning("slack: %s not acknowledged (Slack will send it again): %s: %s", what, type(error).__name__, error)
+        log.warning(
+            "slack: %s not acknowledged (Slack will send it again): %s: %s", what, type(error).__name__, error
+        )
 
     async def _delivered(self, item: Inbound | ButtonPress | Reaction) -> None:
         assert self._deliver is not None, "start() sets deliver"
@@ -331,7 +347,9 @@ class SlackChannel:
                 channel=message.chat_id,
                 text=parts[number],
                 thread_ts=message.thread_id or None,
-                metadata={"event_type": REPLY_EVENT, "event_payload": {"key": key, "part": number}} if key else None,
+                metadata={"event_type": REPLY_EVENT, "event_payload": {"key": key, "part": number}}
+                if key
+                else None,
             )
             ids.append(f"{message.chat_id}:{posted['ts']}")
             if key:
@@ -353,7 +371,9 @@ class SlackChannel:
             else:
                 page = await self._call(self._client.conversations_history, **where)
         except ChannelError as error:
-            log.warning("slack: cannot look for a reply already sent in %s (%s); sending it", message.chat_id, error)
+            log.warning(
+                "slack: cannot look for a reply already sent in %s (%s); sending it", message.chat_id, error
+            )
             return None
         found = {}
         for posted in page.get("messages") or []:
@@ -382,7 +402,9 @@ class SlackChannel:
         if ts is None or self._client is None or self._working.get((chat_id, thread_id)) == ts:
             return
         try:
-            await self._call(self._client.reactions_add, channel=chat_id, timestamp=ts, name=WORKING_REACTION, retries=0)
+            await self._call(
+                self._client.reactions_add, channel=chat_id, timestamp=ts, name=WORKING_REACTION, retries=0
+            )
         except ChannelError as error:
             log.info("slack: no working indicator in %s: %s", chat_id, error)
             return
@@ -393,7 +415,9 @@ class SlackChannel:
         if ts is None or self._client is None:
             return
         try:
-            await self._call(self._client.reactions_remove, channel=chat_id, timestamp=ts, name=WORKING_REACTION, retries=0)
+            await self._call(
+                self._client.reactions_remove, channel=chat_id, timestamp=ts, name=WORKING_REACTION, retries=0
+            )
         except ChannelError as error:
             log.info("slack: could not remove the working indicator in %s: %s", chat_id, error)
 
@@ -431,16 +455,26 @@ class SlackChannel:
                         log.info("slack: %s rate limited; retrying in %g s", name, wait)
                         await asyncio.sleep(wait)
                         continue
-                    raise ChannelError(f"slack: {name} rate limited; retry after {wait:g} s", retry_after_s=wait) from None
-                raise ChannelError(_describe(name, code, error.response.get("needed")), fatal=code in FATAL_ERRORS) from None
+                    raise ChannelError(
+                        f"slack: {name} rate limited; retry after {wait:g} s", retry_after_s=wait
+                    ) from None
+                raise ChannelError(
+                    _describe(name, code, error.response.get("needed")), fatal=code in FATAL_ERRORS
+                ) from None
             except (aiohttp.ClientError, TimeoutError) as error:
-                raise ChannelError(f"slack: {name} failed: cannot reach {self.base_url} ({type(error).__name__})") from None
+                raise ChannelError(
+                    f"slack: {name} failed: cannot reach {self.base_url} ({type(error).__name__})"
+                ) from None
         raise AssertionError("unreachable: the loop returns or raises")
 
 
 def _describe(name: str, code: str, needed: str | None) -> str:
     if code in ("invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"):
-        token = "app-level token (slack.app_token, xapp-...)" if name.startswith("apps.") else "bot token (slack.bot_token, xoxb-...)"
+        token = (
+            "app-level token (slack.app_token, xapp-...)"
+            if name.startswith("apps.")
+            else "bot token (slack.bot_token, xoxb-...)"
+        )
         return f"slack: {name}: {code}: the {token} is not valid; put a current one in the secrets"
     if code == "missing_scope":
         return f"slack: {name}: the app lacks the scope {needed or '?'}; add it in the app's OAuth settings and reinstall"

@@ -21,7 +21,12 @@ import aiohttp
 
 class SlackFiles:
     def __init__(
-        self, session: aiohttp.ClientSession, bot_token: str, directory: Path | None, max_bytes: int, api_host: str
+        self,
+        session: aiohttp.ClientSession,
+        bot_token: str,
+        directory: Path | None,
+        max_bytes: int,
+        api_host: str,
     ) -> None:
         self.session = session
         self.bot_token = bot_token
@@ -63,7 +68,9 @@ class SlackFiles:
         target.parent.mkdir(parents=True, exist_ok=True)
         size = 0
         try:
-            async with self.session.get(url, headers={"Authorization": f"Bearer {self.bot_token}"}) as response:
+            async with self.session.get(
+                url, headers={"Authorization": f"Bearer {self.bot_token}"}
+            ) as response:
                 if response.status != 200:
                     return f"Slack answered HTTP {response.status}"
                 with target.open("wb") as out:

@@ -139,11 +139,15 @@ def approval_blocks(approval_id: str, command: str, reason: str) -> list[dict[st
     """A section showing the command and why it needs approval, and yes / no / always buttons
     whose `value` is the approval id."""
     return [
-        _section(f"*temper wants to run a command that needs your approval*\n{_code_block(command)}\n_{escape(reason)}_"),
+        _section(
+            f"*temper wants to run a command that needs your approval*\n{_code_block(command)}\n_{escape(reason)}_"
+        ),
         {
             "type": "actions",
             "block_id": f"temper_approval:{approval_id}"[:255],
-            "elements": [_button(approval_id, choice, label, style) for choice, label, style in APPROVAL_CHOICES],
+            "elements": [
+                _button(approval_id, choice, label, style) for choice, label, style in APPROVAL_CHOICES
+            ],
         },
     ]
 

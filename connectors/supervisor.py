@@ -125,7 +125,11 @@ class ChannelSupervisor:
         """The dispatcher could not send through this channel; enough in a row restart it."""
         self._send_failures += 1
         self.last_error = str(error)
-        if self._send_failures >= self.policy.failures_before_restart and self._broken and not self._broken.done():
+        if (
+            self._send_failures >= self.policy.failures_before_restart
+            and self._broken
+            and not self._broken.done()
+        ):
             self._broken.set_result(f"{self._send_failures} sends failed in a row, the last: {error}")
 
     def send_succeeded(self) -> None:

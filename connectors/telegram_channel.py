@@ -111,13 +111,9 @@ class TelegramChannel:
             raise ValueError("no Telegram bot token: set telegram.bot_token in secrets.toml")
         if mode == "webhook":
             if not webhook_url or not secret_token:
-                raise ValueError(
-                    "webhook mode needs telegram.webhook_url and telegram.secret_token"
-                )
+                raise ValueError("webhook mode needs telegram.webhook_url and telegram.secret_token")
             if not SECRET_TOKEN.fullmatch(secret_token):
-                raise ValueError(
-                    "telegram.secret_token: 1-256 characters of A-Z, a-z, 0-9, _ and -"
-                )
+                raise ValueError("telegram.secret_token: 1-256 characters of A-Z, a-z, 0-9, _ and -")
         elif mode != "polling":
             raise ValueError(f"telegram mode {mode!r}: 'polling' or 'webhook'")
         root = base_url.rstrip("/")
@@ -298,15 +294,11 @@ class TelegramChannel:
         the question, removing the buttons. Best effort: the press is already delivered."""
         decided = DECIDED[item.choice] if isinstance(item, ButtonPress) else None
         try:
-            await self._bot.answer_callback_query(
-                query.id, text=decided or "This button has expired."
-            )
+            await self._bot.answer_callback_query(query.id, text=decided or "This button has expired.")
             message = query.message
             if decided and isinstance(message, Message) and message.text:
                 who = (
-                    f"@{query.from_user.username}"
-                    if query.from_user.username
-                    else query.from_user.full_name
+                    f"@{query.from_user.username}" if query.from_user.username else query.from_user.full_name
                 )
                 await self._bot.edit_message_text(
                     f"{message.text}\n\n{decided} by {who}",
@@ -397,9 +389,7 @@ class TelegramChannel:
 
     # Calling the Bot API -------------------------------------------------------------------
 
-    async def _request(
-        self, method: str, call: Callable[[], Awaitable[T]], *, patient: bool = False
-    ) -> T:
+    async def _request(self, method: str, call: Callable[[], Awaitable[T]], *, patient: bool = False) -> T:
         """One Bot API call under Telegram's error rules (module docstring). `patient` (the
         receiving loop): wait out any flood control and retry network failures forever."""
         backoff = Backoff()
@@ -425,9 +415,7 @@ class TelegramChannel:
             except NetworkError as exc:
                 failures += 1
                 if failures >= NETWORK_TRIES and not patient:
-                    raise ChannelError(
-                        f"Telegram {method}: {exc.message} ({failures} tries)"
-                    ) from exc
+                    raise ChannelError(f"Telegram {method}: {exc.message} ({failures} tries)") from exc
                 await asyncio.sleep(backoff.next())
             except Conflict as exc:
                 raise ChannelError(

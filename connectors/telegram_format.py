@@ -96,9 +96,7 @@ class _Rendered:
         self.parts.append(text)
         self.length += len(text)
 
-    def mark(
-        self, kind: str, start: int, url: str | None = None, language: str | None = None
-    ) -> None:
+    def mark(self, kind: str, start: int, url: str | None = None, language: str | None = None) -> None:
         """Format everything added since `start`."""
         if self.length > start:
             self.entities.append(Entity(kind, start, self.length - start, url, language))
@@ -137,9 +135,7 @@ def _inline(text: str, out: _Rendered) -> None:
     out.add(text[at:])
 
 
-def split(
-    text: str, entities: list[Entity] | None = None, limit: int = MESSAGE_LIMIT
-) -> list[Piece]:
+def split(text: str, entities: list[Entity] | None = None, limit: int = MESSAGE_LIMIT) -> list[Piece]:
     """Cut rendered text (entity offsets in code points) into pieces of at most `limit` UTF-16
     code units each; empty pieces are dropped. Entity offsets in the pieces are UTF-16."""
     units = [0, *accumulate(1 if ord(char) < 0x10000 else 2 for char in text)]  # UTF-16 prefix

@@ -50,7 +50,9 @@ class AiohttpRequest(BaseRequest):
     async def initialize(self) -> None:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._pool_size)
-            self._session = aiohttp.ClientSession(connector=connector, headers={"User-Agent": self.USER_AGENT})
+            self._session = aiohttp.ClientSession(
+                connector=connector, headers={"User-Agent": self.USER_AGENT}
+            )
 
     async def shutdown(self) -> None:
         if self._session is not None and not self._session.closed:
@@ -72,12 +74,18 @@ class AiohttpRequest(BaseRequest):
         files = request_data.multipart_data if request_data else None
         fields = request_data.json_parameters if request_data else None
         read = self._read if isinstance(read_timeout, DefaultValue) else read_timeout
-        write = (self._media_write if files else self._write) if isinstance(write_timeout, DefaultValue) else write_timeout
+        write = (
+            (self._media_write if files else self._write)
+            if isinstance(write_timeout, DefaultValue)
+            else write_timeout
+        )
         connect = self._connect if isinstance(connect_timeout, DefaultValue) else connect_timeout
         pool = self._pool if isinstance(pool_timeout, DefaultValue) else pool_timeout
         # aiohttp has no separate write timeout: the whole request gets the sum of the phases.
         phases = [t for t in (pool, connect, write, read) if t is not None]
-        timeout = aiohttp.ClientTimeout(total=sum(phases) if len(phases) == 4 else None, connect=connect, sock_read=read)
+        timeout = aiohttp.ClientTimeout(
+            total=sum(phases) if len(phases) == 4 else None, connect=connect, sock_read=read
+        )
         try:
             async with self._session.request(
                 method, url, data=_body(fields, files), timeout=timeout

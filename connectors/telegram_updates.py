@@ -126,11 +126,7 @@ class UpdateReader:
         for entity, value in marked.items():
             if entity.type == MessageEntity.MENTION and value.lower() == me:
                 return True
-            if (
-                entity.type == MessageEntity.TEXT_MENTION
-                and entity.user
-                and entity.user.id == self._bot.id
-            ):
+            if entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == self._bot.id:
                 return True
             if entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
                 _, _, addressee = value.partition("@")
@@ -147,9 +143,7 @@ class UpdateReader:
             if self._workspace_dir is None:
                 notes.append(f"[{name} was sent, but temper has no workspace to store files]")
             elif size > DOWNLOAD_LIMIT:
-                notes.append(
-                    f"[{name} ({size / 2**20:.0f} MB) is over Telegram's 20 MB limit for bots]"
-                )
+                notes.append(f"[{name} ({size / 2**20:.0f} MB) is over Telegram's 20 MB limit for bots]")
             else:
                 target = self._workspace_dir / str(message.chat.id) / f"{message.message_id}-{name}"
                 target.parent.mkdir(parents=True, exist_ok=True)

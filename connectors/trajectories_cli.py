@@ -33,9 +33,13 @@ app = typer.Typer(help="List, show and export the executor's token-level traject
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _AGE_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
-Since = Annotated[str | None, typer.Option("--since", help="From this time: ISO date/time or an age (7d, 24h).")]
+Since = Annotated[
+    str | None, typer.Option("--since", help="From this time: ISO date/time or an age (7d, 24h).")
+]
 Until = Annotated[str | None, typer.Option("--until", help="Before this time: ISO date/time or an age.")]
-MinReward = Annotated[float | None, typer.Option("--min-reward", help="Only episodes rewarded at least this.")]
+MinReward = Annotated[
+    float | None, typer.Option("--min-reward", help="Only episodes rewarded at least this.")
+]
 Split = Annotated[str | None, typer.Option("--split", help="train, heldout or live.")]
 
 
@@ -47,11 +51,15 @@ def parse_time(value: str, now: float | None = None) -> float:
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise typer.BadParameter(f"{value!r} is neither an ISO date/time (2026-11-02, 2026-11-02T08:00) nor an age (30m, 24h, 7d)") from None
+        raise typer.BadParameter(
+            f"{value!r} is neither an ISO date/time (2026-11-02, 2026-11-02T08:00) nor an age (30m, 24h, 7d)"
+        ) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
 
 
-def _filter(since: str | None, until: str | None, min_reward: float | None, split: str | None, limit: int | None) -> TrajectoryFilter:
+def _filter(
+    since: str | None, until: str | None, min_reward: float | None, split: str | None, limit: int | None
+) -> TrajectoryFilter:
     from memory import TrajectoryFilter
 
     try:
@@ -95,7 +103,11 @@ def list_(
     where = _filter(since, until, min_reward, split, limit)
     with open_store(ctx) as store:
         found = store.trajectory_summaries(
-            since=where.since, until=where.until, min_reward=where.min_reward, split=where.split, limit=where.limit
+            since=where.since,
+            until=where.until,
+            min_reward=where.min_reward,
+            split=where.split,
+            limit=where.limit,
         )
     if as_json:
         typer.echo(json.dumps([
@@ -109,7 +121,9 @@ def list_(
     if not found:
         typer.echo("no executor episodes")
         return
-    typer.echo(f"{'id':>6}  {'time (UTC)':<16}  {'reward':>6}  {'source':<8}  {'split':<7}  {'calls':>5}  {'tokens':>7}  task")
+    typer.echo(
+        f"{'id':>6}  {'time (UTC)':<16}  {'reward':>6}  {'source':<8}  {'split':<7}  {'calls':>5}  {'tokens':>7}  task"
+    )
     for s in found:
         episode = s.episode
         reward = "-" if episode.reward is None else f"{episode.reward:.2f}"
@@ -127,7 +141,12 @@ def show(
     ctx: typer.Context,
     episode_id: Annotated[int, typer.Argument(help="The episode id (see `temper trajectories list`).")],
     tokenizer: Annotated[
-        Path | None, typer.Option("--tokenizer", help="A tokenizer directory to decode ids with (default: the call's model directory, if it is one).", file_okay=False)
+        Path | None,
+        typer.Option(
+            "--tokenizer",
+            help="A tokenizer directory to decode ids with (default: the call's model directory, if it is one).",
+            file_okay=False,
+        ),
     ] = None,
 ) -> None:
     """One episode and each of its model calls, with the text of what was added and sampled."""
@@ -140,17 +159,29 @@ def show(
             typer.echo(f"temper: {error}", err=True)
             raise typer.Exit(1) from None
         calls = store.calls(episode_id)
-    reward = "none yet" if episode.reward is None else f"{episode.reward:.2f} ({episode.reward_source}: {episode.reward_reason or '-'})"
+    reward = (
+        "none yet"
+        if episode.reward is None
+        else f"{episode.reward:.2f} ({episode.reward_source}: {episode.reward_reason or '-'})"
+    )
     typer.echo(f"episode {episode.id} [{episode.kind}, {episode.status}] {iso(episode.created_at)}")
     typer.echo(f"task: {episode.task}")
     typer.echo(f"reward: {reward}")
-    typer.echo(f"split: {episode.split or '-'}  group: {episode.group_id or '-'}  sandbox: {episode.sandbox_backend or '-'}")
-    snapshot = "-" if episode.snapshot_id is None else f"{episode.snapshot_id} ({episode.snapshot_bytes or 0:,} bytes)"
+    typer.echo(
+        f"split: {episode.split or '-'}  group: {episode.group_id or '-'}  sandbox: {episode.sandbox_backend or '-'}"
+    )
+    snapshot = (
+        "-"
+        if episode.snapshot_id is None
+        else f"{episode.snapshot_id} ({episode.snapshot_bytes or 0:,} bytes)"
+    )
     typer.echo(f"snapshot: {snapshot}  verifier: {episode.verifier or '-'}")
     if episode.parse_failures is not None:
         typer.echo(f"parse failures: {episode.parse_failures}  timeouts: {episode.timeouts}")
     if episode.contains_secret:
-        typer.echo("secret: a call held a secret (redacted here); this episode is never exported or trained on")
+        typer.echo(
+            "secret: a call held a secret (redacted here); this episode is never exported or trained on"
+        )
     decoders = _Decoders(tokenizer)
     previous: dict[str, RecordedCall] = {}
     for call in calls:
@@ -175,7 +206,11 @@ def _show_call(call: RecordedCall, previous: RecordedCall | None, decoders: _Dec
         typer.echo("  completion (decoded):")
         typer.echo(_indent(decode(call.completion_ids)))
         return
-    shared = len(previous.messages) if previous is not None and call.messages[: len(previous.messages)] == previous.messages else 0
+    shared = (
+        len(previous.messages)
+        if previous is not None and call.messages[: len(previous.messages)] == previous.messages
+        else 0
+    )
     if call.messages[shared:]:
         typer.echo("  new messages (stored text):")
         for message in call.messages[shared:]:
@@ -211,7 +246,9 @@ class _Decoders:
 
             hf = AutoTokenizer.from_pretrained(str(source))
         except ImportError:
-            typer.echo("temper: decoding needs transformers (the `learn` extra); showing stored text", err=True)
+            typer.echo(
+                "temper: decoding needs transformers (the `learn` extra); showing stored text", err=True
+            )
             return None
         except (OSError, ValueError) as error:
             typer.echo(f"temper: no tokenizer in {source} ({error}); showing stored text", err=True)
@@ -223,12 +260,16 @@ class _Decoders:
 def export(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Where to write: .parquet or .jsonl.", dir_okay=False)],
-    format: Annotated[str | None, typer.Option("--format", help="jsonl or parquet (default: from FILE's suffix).")] = None,
+    format: Annotated[
+        str | None, typer.Option("--format", help="jsonl or parquet (default: from FILE's suffix).")
+    ] = None,
     since: Since = None,
     until: Until = None,
     min_reward: MinReward = None,
     split: Split = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many episodes, oldest first.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many episodes, oldest first.")
+    ] = None,
 ) -> None:
     """One row per model call with its full prompt ids, completion ids and logprobs."""
     from memory import export_trajectories
@@ -237,7 +278,10 @@ def export(
     if chosen not in ("jsonl", "parquet"):
         raise typer.BadParameter(f"--format must be jsonl or parquet, not {chosen!r}")
     if chosen == "parquet" and importlib.util.find_spec("pyarrow") is None:
-        typer.echo("temper: Parquet export needs pyarrow, in the `learn` extra: pip install 'temper[learn]'", err=True)
+        typer.echo(
+            "temper: Parquet export needs pyarrow, in the `learn` extra: pip install 'temper[learn]'",
+            err=True,
+        )
         raise typer.Exit(2)
     where = _filter(since, until, min_reward, split, limit)
     secrets = configured_secrets(get_config(ctx))
@@ -245,5 +289,7 @@ def export(
     with open_store(ctx) as store:
         report = export_trajectories(store, file, format=chosen, where=where, secrets=secrets)
     seconds = time.perf_counter() - started
-    typer.echo(f"exported {report.calls} calls from {report.episodes} episodes to {file} ({chosen}, {seconds:.1f} s)")
+    typer.echo(
+        f"exported {report.calls} calls from {report.episodes} episodes to {file} ({chosen}, {seconds:.1f} s)"
+    )
     typer.echo(f"excluded {report.excluded_secret} episodes that contain secrets")

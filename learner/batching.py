@@ -40,7 +40,10 @@ class BatchSampler(Protocol):
     name: str
 
     async def complete_batch(
-        self, conversations: Sequence[Sequence[dict[str, Any]]], sampling: SamplingParams, seeds: Sequence[int]
+        self,
+        conversations: Sequence[Sequence[dict[str, Any]]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
     ) -> list[Completion]: ...
 
 

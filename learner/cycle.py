@@ -44,7 +44,9 @@ class CycleSettings:
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     # Training replays sample freely (their logprobs are then exactly the policy's); the gate sees
     # the executor as the runtime serves it, its replies kept to the action format.
-    evaluation: ReplaySettings = field(default_factory=lambda: as_served(ReplaySettings(group_size=4, seed=10_000)))
+    evaluation: ReplaySettings = field(
+        default_factory=lambda: as_served(ReplaySettings(group_size=4, seed=10_000))
+    )
     rows: RowSettings = field(default_factory=RowSettings)
     train: TrainSettings = field(default_factory=TrainSettings)
     gate: GateSettings = field(default_factory=GateSettings)
@@ -116,8 +118,12 @@ async def run_cycle(
         if on_iteration is not None:
             on_iteration(iteration, reward, metrics)
     adapter_dir = trainer.save_adapter(work_dir / "candidate")
-    current = await evaluate(heldout, current_backend, store, work_dir / "snapshots", settings.evaluation, "gate-current")
-    candidate = await evaluate(heldout, policy, store, work_dir / "snapshots", settings.evaluation, "gate-candidate")
+    current = await evaluate(
+        heldout, current_backend, store, work_dir / "snapshots", settings.evaluation, "gate-current"
+    )
+    candidate = await evaluate(
+        heldout, policy, store, work_dir / "snapshots", settings.evaluation, "gate-candidate"
+    )
     decision = decide(current.results, candidate.results, settings.gate)
     version = None
     if decision.promote:

@@ -40,4 +40,6 @@ async def evaluate(
     label: str,
 ) -> Evaluation:
     attempts = await replay(tasks, backend, store, snapshot_dir, settings, label)
-    return Evaluation([HeldoutResult(a.task_id, a.index, a.reward, a.parse_failures, a.timeouts) for a in attempts])
+    return Evaluation(
+        [HeldoutResult(a.task_id, a.index, a.reward, a.parse_failures, a.timeouts) for a in attempts]
+    )

@@ -150,9 +150,7 @@ def _by_pair(results: Iterable[HeldoutResult], side: str) -> dict[tuple[str, int
     for result in results:
         key = (result.task, result.seed)
         if key in paired:
-            raise GateError(
-                f"the {side} results hold task {result.task!r} seed {result.seed} twice"
-            )
+            raise GateError(f"the {side} results hold task {result.task!r} seed {result.seed} twice")
         paired[key] = result
     return paired
 

@@ -96,7 +96,9 @@ class TrainablePolicy:
             if start_adapter is not None:
                 raise ValueError("start_adapter needs LoRA training: give LoraSettings")
             reference = copy.deepcopy(base).requires_grad_(False).eval() if keep_reference else None
-            return cls(base.requires_grad_(True), lora=False, tokenizer=tokenizer, name=name, reference=reference)
+            return cls(
+                base.requires_grad_(True), lora=False, tokenizer=tokenizer, name=name, reference=reference
+            )
         return cls(_with_lora(base, lora, start_adapter, seed), lora=True, tokenizer=tokenizer, name=name)
 
     # Parameters -------------------------------------------------------------------------------
@@ -116,9 +118,7 @@ class TrainablePolicy:
         elif self._reference is not None:
             yield self._reference
         else:
-            raise ValueError(
-                "no reference policy: full fine-tuning with a KL term needs keep_reference=True"
-            )
+            raise ValueError("no reference policy: full fine-tuning with a KL term needs keep_reference=True")
 
     # Handing the weights back -----------------------------------------------------------------
 
@@ -166,9 +166,7 @@ def _with_lora(base: Any, lora: LoraSettings, start_adapter: str | Path | None, 
     if start_adapter is not None:
         return PeftModel.from_pretrained(base, Path(start_adapter), is_trainable=True)
     targets = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
-    config = LoraConfig(
-        r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets
-    )
+    config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets)
     with torch.random.fork_rng(devices=[]):  # A's random init, reproducible, global RNG untouched
         torch.manual_seed(seed)
         return get_peft_model(base, config)

@@ -134,7 +134,17 @@ async def _attempt(
         passed = await verify(task, sandbox)
     reward = 1.0 if passed else 0.0
     store.record_reward(episode_id, reward, "verifier", "check passed" if passed else "check failed")
-    return Attempt(task.id, task.family, task.split, index, episode_id, reward, run.parse_failures, run.timeouts, run.completed)
+    return Attempt(
+        task.id,
+        task.family,
+        task.split,
+        index,
+        episode_id,
+        reward,
+        run.parse_failures,
+        run.timeouts,
+        run.completed,
+    )
 
 
 def attempt_seed(seed: int, task_id: str, index: int) -> int:

@@ -113,9 +113,7 @@ def summary_text(summary: CycleSummary, plot: Path | None = None) -> str:
         f"{gate.timeouts[1]}.",
     ]
     if summary.version is not None:
-        parts.append(
-            f"Promoted as {summary.version}; {previous} is kept for `temper executor rollback`."
-        )
+        parts.append(f"Promoted as {summary.version}; {previous} is kept for `temper executor rollback`.")
     else:
         refused = [r.removeprefix("refused: ") for r in gate.reasons if r.startswith("refused")]
         why = "; ".join(refused) or "the gate refused"

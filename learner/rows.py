@@ -80,9 +80,7 @@ class RowSettings:
                 f"normalisation must be one of {', '.join(NORMALISATIONS)}; got {self.normalisation!r}"
             )
         if not 0 < self.top_variance_fraction <= 1:
-            raise ValueError(
-                f"top_variance_fraction must be in (0, 1]; got {self.top_variance_fraction}"
-            )
+            raise ValueError(f"top_variance_fraction must be in (0, 1]; got {self.top_variance_fraction}")
         if self.max_row_tokens < 2:
             raise ValueError(f"max_row_tokens must be at least 2; got {self.max_row_tokens}")
         if self.token_budget < self.max_row_tokens:
@@ -286,8 +284,7 @@ def _episode_rows(
     reward = _reward(trajectory)
     episode_id = trajectory.episode.id
     return [
-        Row(episode_id, group_id, d.tokens, d.mask, d.old_logprobs, advantage, weight, reward)
-        for d in drafts
+        Row(episode_id, group_id, d.tokens, d.mask, d.old_logprobs, advantage, weight, reward) for d in drafts
     ]
 
 
@@ -329,5 +326,3 @@ def _reward(trajectory: Trajectory) -> float:
     if reward is None:  # filtered out before; kept for the type checker
         raise ValueError(f"episode {trajectory.episode.id} has no reward")
     return float(reward)
-
-

@@ -69,8 +69,7 @@ class SFTSettings:
             raise ValueError("max_epochs and examples_per_step must be at least 1")
         if self.token_budget < self.max_row_tokens:
             raise ValueError(
-                f"token_budget ({self.token_budget}) must be at least max_row_tokens "
-                f"({self.max_row_tokens})"
+                f"token_budget ({self.token_budget}) must be at least max_row_tokens ({self.max_row_tokens})"
             )
 
 

@@ -181,9 +181,7 @@ def model_hash(directory: str | Path) -> str:
     """sha256 over a model directory's config and weights (name and content of each file), so
     meta.json can say which base model an adapter belongs to."""
     path = Path(directory).expanduser()
-    files = sorted(
-        p for p in path.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"
-    )
+    files = sorted(p for p in path.iterdir() if p.name == "config.json" or p.suffix == ".safetensors")
     if not files:
         raise VersionError(f"{path} holds no config.json or .safetensors weights")
     digest = hashlib.sha256()

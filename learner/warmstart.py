@@ -52,13 +52,18 @@ class WarmStart:
 def solving_action(task: Task) -> str:
     """The reference solution as one executor action that runs it and ends the task."""
     commands = [{"keystrokes": command + "\n", "timeout": 10} for command in task.reference]
-    return json.dumps({"analysis": "Run the commands that do the task.", "commands": commands, "task_complete": True})
+    return json.dumps(
+        {"analysis": "Run the commands that do the task.", "commands": commands, "task_complete": True}
+    )
 
 
 def examples(tasks: Sequence[Task]) -> list[SFTExample]:
     return [
         SFTExample(
-            [{"role": "system", "content": executor_prompts.SYSTEM}, {"role": "user", "content": task.instruction}],
+            [
+                {"role": "system", "content": executor_prompts.SYSTEM},
+                {"role": "user", "content": task.instruction},
+            ],
             solving_action(task),
         )
         for task in tasks
@@ -84,8 +89,12 @@ async def warm_start(
     def after_epoch(report: EpochReport, policy: TrainablePolicy) -> bool:
         future = asyncio.run_coroutine_threadsafe(
             evaluate(
-                heldout, LocalBackend(policy.sampler), store, work_dir / "snapshots",
-                settings.evaluation, f"warm{report.epoch}",
+                heldout,
+                LocalBackend(policy.sampler),
+                store,
+                work_dir / "snapshots",
+                settings.evaluation,
+                f"warm{report.epoch}",
             ),  # fmt: skip
             loop,
         )

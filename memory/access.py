@@ -89,7 +89,9 @@ def issue_code(
         "select count(*) from pairing_codes where platform = ? and platform_user_id = ? and created_at > ?",
         (platform, platform_user_id, now - DAY_S),
     ).fetchone()[0]
-    pending = db.execute("select count(*) from pairing_codes where status = 'pending' and expires_at > ?", (now,))
+    pending = db.execute(
+        "select count(*) from pairing_codes where status = 'pending' and expires_at > ?", (now,)
+    )
     if issued_today >= per_user_per_day or pending.fetchone()[0] >= max_pending:
         return None
     code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
@@ -106,19 +108,29 @@ def approve(db: apsw.Connection, code: str, now: float) -> Grant | str:
     A refusal is recorded as a failed try, so the caller commits in both cases."""
     recent = db.execute("select count(*) from pairing_failures where at > ?", (now - FAILURE_WINDOW_S,))
     if recent.fetchone()[0] >= FAILURE_LIMIT:
-        return f"too many failed pairing attempts; wait {FAILURE_WINDOW_S / 60:.0f} minutes and check the code"
+        return (
+            f"too many failed pairing attempts; wait {FAILURE_WINDOW_S / 60:.0f} minutes and check the code"
+        )
     wanted = normalize(code)
-    row = db.execute(f"select {_CODE} from pairing_codes where code = ? and status = 'pending'", (wanted,)).fetchone()
+    row = db.execute(
+        f"select {_CODE} from pairing_codes where code = ? and status = 'pending'", (wanted,)
+    ).fetchone()
     if row is None or row[6] <= now:
         db.execute("insert into pairing_failures(at) values (?)", (now,))
-        reason = "has expired: ask them to write again for a new one" if row is not None else "is not a pending code"
+        reason = (
+            "has expired: ask them to write again for a new one"
+            if row is not None
+            else "is not a pending code"
+        )
         return f"{code.strip()} {reason} (see `temper pairing list`)"
     found = PairingCode(*row)
     db.execute("update pairing_codes set status = 'approved' where code = ?", (wanted,))
     return _grant(db, found.platform, found.platform_user_id, found.user_name, "pairing", now)
 
 
-def grant(db: apsw.Connection, platform: str, platform_user_id: str, user_name: str | None, now: float) -> Grant:
+def grant(
+    db: apsw.Connection, platform: str, platform_user_id: str, user_name: str | None, now: float
+) -> Grant:
     """The operator lets a user in directly, without a code."""
     return _grant(db, platform, platform_user_id, user_name, "operator", now)
 
@@ -136,7 +148,8 @@ def _grant(
 
 def has_grant(db: apsw.Connection, platform: str, platform_user_id: str) -> bool:
     row = db.execute(
-        "select 1 from access_grants where platform = ? and platform_user_id = ?", (platform, platform_user_id)
+        "select 1 from access_grants where platform = ? and platform_user_id = ?",
+        (platform, platform_user_id),
     ).fetchone()
     return row is not None
 

@@ -34,7 +34,9 @@ class Episode:
     finished_at: float | None
 
 
-def start(db: apsw.Connection, session_id: int, user_id: int, task: str, request_message_id: int | None, now: float) -> int:
+def start(
+    db: apsw.Connection, session_id: int, user_id: int, task: str, request_message_id: int | None, now: float
+) -> int:
     db.execute(
         "insert into episodes(session_id, user_id, task, request_message_id, created_at)"
         " values (?, ?, ?, ?, ?)",
@@ -43,7 +45,9 @@ def start(db: apsw.Connection, session_id: int, user_id: int, task: str, request
     return db.last_insert_rowid()
 
 
-def finish(db: apsw.Connection, episode_id: int, status: str, reply_message_id: int | None, now: float) -> None:
+def finish(
+    db: apsw.Connection, episode_id: int, status: str, reply_message_id: int | None, now: float
+) -> None:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}; got {status!r}")
     db.execute(

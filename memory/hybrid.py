@@ -57,7 +57,10 @@ class VectorIndex:
             with db:
                 db.executemany(
                     "insert into message_vectors(rowid, user_id, embedding) values (?, ?, ?)",
-                    [(message_id, user_id, vector) for (message_id, user_id, _), vector in zip(rows, vectors)],
+                    [
+                        (message_id, user_id, vector)
+                        for (message_id, user_id, _), vector in zip(rows, vectors)
+                    ],
                 )
                 db.execute(
                     "insert into message_vectors_progress(id, last_message_id) values (1, ?)"
@@ -83,7 +86,9 @@ class VectorIndex:
         ).fetchall()
         return [row[0] for row in rows]
 
-    def search(self, text: str, *, user: str | None = None, all_users: bool = False, limit: int = 10, **filters) -> list[SearchHit]:
+    def search(
+        self, text: str, *, user: str | None = None, all_users: bool = False, limit: int = 10, **filters
+    ) -> list[SearchHit]:
         """The lexical search and the neighbours, fused by reciprocal rank (k=60)."""
         lexical = self.store.search(text, user=user, all_users=all_users, limit=CANDIDATES, **filters)
         user_id = self.store.user_id(user) if user is not None else None
@@ -111,7 +116,10 @@ class VectorIndex:
             message = self.store.get_message(message_id)
         except UnknownRecordError:
             return None
-        if filters.get("session") not in (None, message.session) or filters.get("role") not in (None, message.role):
+        if filters.get("session") not in (None, message.session) or filters.get("role") not in (
+            None,
+            message.role,
+        ):
             return None
         if filters.get("since") is not None and message.ts < filters["since"]:
             return None

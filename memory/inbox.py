@@ -69,7 +69,9 @@ _ITEM = "i.id, i.platform, i.event_id, i.kind, i.lane, i.payload, i.attempts, i.
 _REPLY = "id, inbox_id, platform, chat_id, thread_id, reply_to, text, episode_id, sent_at"
 
 
-def add(db: apsw.Connection, platform: str, event_id: str, kind: str, lane: str, payload: str, now: float) -> int | None:
+def add(
+    db: apsw.Connection, platform: str, event_id: str, kind: str, lane: str, payload: str, now: float
+) -> int | None:
     """Store an arriving item; its id, or None when (platform, event_id) is already stored."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
@@ -114,10 +116,14 @@ def heads(
 
 def next_due(db: apsw.Connection) -> float | None:
     """When the earliest deferred pending item becomes due (None when none waits)."""
-    return db.execute("select min(retry_at) from inbox where status = 'pending' and retry_at > 0").fetchone()[0]
+    return db.execute("select min(retry_at) from inbox where status = 'pending' and retry_at > 0").fetchone()[
+        0
+    ]
 
 
-def defer(db: apsw.Connection, item_id: int, delay_s: float, error: str, now: float, max_attempts: int) -> bool:
+def defer(
+    db: apsw.Connection, item_id: int, delay_s: float, error: str, now: float, max_attempts: int
+) -> bool:
     """Count a failed attempt and make the item due again after `delay_s`; after `max_attempts`
     attempts it is finished as `failed` instead. True when it failed for good."""
     row = db.execute("select attempts from inbox where id = ? and status = 'pending'", (item_id,)).fetchone()
@@ -131,7 +137,8 @@ def defer(db: apsw.Connection, item_id: int, delay_s: float, error: str, now: fl
         )
         return True
     db.execute(
-        "update inbox set attempts = ?, error = ?, retry_at = ? where id = ?", (attempts, error, now + delay_s, item_id)
+        "update inbox set attempts = ?, error = ?, retry_at = ? where id = ?",
+        (attempts, error, now + delay_s, item_id),
     )
     return False
 
@@ -176,16 +183,22 @@ def reply_for(db: apsw.Connection, inbox_id: int) -> Reply | None:
     return None if row is None else Reply(*row)
 
 
-def mark_sent(db: apsw.Connection, reply: Reply, platform_ids: list[str], item_status: str, now: float) -> None:
+def mark_sent(
+    db: apsw.Connection, reply: Reply, platform_ids: list[str], item_status: str, now: float
+) -> None:
     """The reply reached the platform as `platform_ids`: remember them (for reactions) and
     finish its item, all in the caller's one transaction."""
     db.execute(
-        "update replies set sent_at = ?, platform_ids = ? where id = ?", (now, json.dumps(platform_ids), reply.id)
+        "update replies set sent_at = ?, platform_ids = ? where id = ?",
+        (now, json.dumps(platform_ids), reply.id),
     )
     db.executemany(
         "insert into sent_messages(platform, chat_id, message_id, reply_id, episode_id) values (?, ?, ?, ?, ?)"
         " on conflict do nothing",
-        [(reply.platform, reply.chat_id, message_id, reply.id, reply.episode_id) for message_id in platform_ids],
+        [
+            (reply.platform, reply.chat_id, message_id, reply.id, reply.episode_id)
+            for message_id in platform_ids
+        ],
     )
     finish(db, reply.inbox_id, item_status, now)
 
@@ -200,7 +213,9 @@ def episode_for_message(db: apsw.Connection, platform: str, chat_id: str, messag
 
 
 def depth(db: apsw.Connection) -> InboxDepth:
-    pending, oldest = db.execute("select count(*), min(received_at) from inbox where status = 'pending'").fetchone()
+    pending, oldest = db.execute(
+        "select count(*), min(received_at) from inbox where status = 'pending'"
+    ).fetchone()
     failed = db.execute("select count(*) from inbox where status = 'failed'").fetchone()[0]
     return InboxDepth(pending, failed, oldest)
 

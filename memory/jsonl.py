@@ -64,7 +64,9 @@ def parse_line(line: str, line_number: int) -> NewMessage:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as error:
-        raise ImportFormatError(line_number, f"not valid JSON ({error.msg} at column {error.colno})") from None
+        raise ImportFormatError(
+            line_number, f"not valid JSON ({error.msg} at column {error.colno})"
+        ) from None
     if not isinstance(record, dict):
         raise ImportFormatError(line_number, f"expected a JSON object, got {type(record).__name__}")
     session = _required_text(record, "session", line_number)
@@ -109,7 +111,9 @@ def parse_timestamp(value: object, line_number: int) -> float:
             try:
                 moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
             except ValueError:
-                raise ImportFormatError(line_number, f"'ts' is not ISO 8601 or epoch seconds: {value!r}") from None
+                raise ImportFormatError(
+                    line_number, f"'ts' is not ISO 8601 or epoch seconds: {value!r}"
+                ) from None
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=timezone.utc)
             return round(moment.timestamp(), 6)

@@ -31,7 +31,9 @@ def stats(db: apsw.Connection, path: Path | None) -> MemoryStats:
     def count(table: str) -> int:
         return db.execute(f"select count(*) from {table}").fetchone()[0]
 
-    text_bytes = db.execute("select coalesce(sum(length(cast(content as blob))), 0) from messages").fetchone()[0]
+    text_bytes = db.execute(
+        "select coalesce(sum(length(cast(content as blob))), 0) from messages"
+    ).fetchone()[0]
     database_bytes, wal_bytes = file_sizes(path)
     return MemoryStats(
         users=count("users"),

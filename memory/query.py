@@ -72,9 +72,9 @@ def parse_query(text: str) -> ParsedQuery:
     """Split `text` into terms; never raises for any string."""
     text = text[:MAX_QUERY_CHARS].replace("\x00", " ")
     parsed = ParsedQuery(raw=text.strip())
-    parsed.identifiers = [
-        token for token in dict.fromkeys(_IDENTIFIER.findall(text)) if len(token) >= 3
-    ][:MAX_TERMS]
+    parsed.identifiers = [token for token in dict.fromkeys(_IDENTIFIER.findall(text)) if len(token) >= 3][
+        :MAX_TERMS
+    ]
     text = _POSSESSIVE.sub("", text)  # "grandma's soup": the message may say "grandma"
     candidates: list[Term] = []
     stop_terms: list[Term] = []

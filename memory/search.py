@@ -86,7 +86,11 @@ class Scope:
     def row_sql(self) -> tuple[str, list[object]]:
         """The same filters as SQL on `messages m`, for the trigram index and the scan."""
         clauses, bindings = [], []
-        for column, value in (("user_id", self.user_id), ("session_id", self.session_id), ("role", self.role)):
+        for column, value in (
+            ("user_id", self.user_id),
+            ("session_id", self.session_id),
+            ("role", self.role),
+        ):
             if value is not None:
                 clauses.append(f" and m.{column} = ?")
                 bindings.append(value)
@@ -146,7 +150,9 @@ def has_messages_outside(db: apsw.Connection, user_id: int, ids: Collection[int]
     return any(row[0] not in ids for row in rows)
 
 
-def _run_stages(db: apsw.Connection, found: _Found, parsed: ParsedQuery, indexes: list["_Terms"], scope: Scope) -> None:
+def _run_stages(
+    db: apsw.Connection, found: _Found, parsed: ParsedQuery, indexes: list["_Terms"], scope: Scope
+) -> None:
     for terms in indexes:
         if terms.all:
             found.add(0, terms.table, terms.match(terms.all, "and"))
@@ -237,7 +243,9 @@ class _Terms:
         else:
             filters, bindings = self.scope.row_sql()
         join_messages = " join messages m on m.id = f.rowid" if filters else ""
-        select = f"select f.rowid, temper_rank({self.table}, {placeholders}) from {self.table} f{join_messages}"
+        select = (
+            f"select f.rowid, temper_rank({self.table}, {placeholders}) from {self.table} f{join_messages}"
+        )
         # A rare term drives its own intersection cheaply: only all-dense matches use the floor.
         if self.floor is None or any(self.df[term] < PROBE_CAP for term in terms):
             return self.db.execute(
@@ -268,10 +276,7 @@ def _scan(db: apsw.Connection, fragments: list[str], scope: Scope) -> list[tuple
     """Messages containing any of `fragments` among the newest SCAN_CAP in scope."""
     tokens = scope.tokens()
     if tokens:  # the scope's newest rows come from the index's scope column, no table scan
-        newest = (
-            "select rowid as id from messages_fts where messages_fts match ?"
-            " order by rowid desc limit ?"
-        )
+        newest = "select rowid as id from messages_fts where messages_fts match ? order by rowid desc limit ?"
         newest_bindings: list[object] = ["{scope}: (" + all_of(tokens) + ")", SCAN_CAP]
     else:
         newest, newest_bindings = "select id from messages order by id desc limit ?", [SCAN_CAP]
@@ -311,7 +316,11 @@ def _hits(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[Searc
     words = in_content(any_of(parsed.terms), []) if parsed.terms else None
     trigram = any_of(_trigram_terms(parsed)) or None
     return [
-        SearchHit(*row, score=score, snippet=_snippet(db, index, row[0], words, trigram) or cut_snippet(row[5], parsed.raw))
+        SearchHit(
+            *row,
+            score=score,
+            snippet=_snippet(db, index, row[0], words, trigram) or cut_snippet(row[5], parsed.raw),
+        )
         for _, score, index, row in blended
     ]
 
@@ -334,8 +343,9 @@ class _Overlap:
         self._pairs = set(zip(words, words[1:]))
 
     def _tokens(self, text: str) -> list[str]:
-        return self._tokenize(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None,
-                              include_offsets=False, include_colocated=False)
+        return self._tokenize(
+            text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+        )
 
     def __call__(self, text: str) -> float:
         if not self._words:

@@ -24,6 +24,7 @@ from typing import Any
 MIN_CONFIGURED_CHARS = 6
 MARKER = "[REDACTED:{kind}]"
 
+
 @dataclass(frozen=True)
 class Shape:
     """One kind of secret: a pattern, the group it replaces (0: the whole match), an optional
@@ -41,8 +42,10 @@ class Shape:
 def _mixed_case_and_digit(candidate: str) -> bool:
     # The shape of an AWS secret access key. Lower-case hex (git and SHA-1 hashes) and
     # ordinary words never have all three.
-    return any(c.isupper() for c in candidate) and any(c.islower() for c in candidate) and any(
-        c.isdigit() for c in candidate
+    return (
+        any(c.isupper() for c in candidate)
+        and any(c.islower() for c in candidate)
+        and any(c.isdigit() for c in candidate)
     )
 
 
@@ -50,20 +53,53 @@ _NOT_A_VALUE = r"(?![$<{%\[])"  # `$VAR`, `<placeholder>`, `{template}`, `[REDAC
 
 # Order matters where shapes overlap: `sk-ant-` before `sk-`, whole PEM blocks first.
 SHAPES: tuple[Shape, ...] = (
-    Shape("private_key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"), hints=("private key",)),
+    Shape(
+        "private_key",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+        ),
+        hints=("private key",),
+    ),
     Shape("anthropic_key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
-    Shape("openai_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)),
-    Shape("github_token", re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), hints=("gh", "github_pat_")),
+    Shape(
+        "openai_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)
+    ),
+    Shape(
+        "github_token",
+        re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        hints=("gh", "github_pat_"),
+    ),
     Shape("slack_token", re.compile(r"(?<![\w-])xox[abpr]-[A-Za-z0-9-]{10,}"), hints=("xox",)),
     Shape("telegram_token", re.compile(r"(?<![\w:-])\d{8,10}:[A-Za-z0-9_-]{35}(?![\w-])")),
-    Shape("aws_access_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"), hints=("akia", "asia")),
-    Shape("aws_secret_key", re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
-          accept=_mixed_case_and_digit),
-    Shape("url_password", re.compile(rf"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:{_NOT_A_VALUE}([^\s/@]+)@"), 1, hints=("://",)),
-    Shape("password", re.compile(rf"\b\w*(?i:passw(?:or)?d|pwd)={_NOT_A_VALUE}([^\s&#'\";,]+)"), 1, hints=("passw", "pwd")),
-    Shape("password", re.compile(rf'"\w*(?i:passw(?:or)?d|pwd)"\s*:\s*"{_NOT_A_VALUE}([^"]+)"'), 1, hints=("passw", "pwd")),
+    Shape(
+        "aws_access_key",
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+        hints=("akia", "asia"),
+    ),
+    Shape(
+        "aws_secret_key",
+        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        accept=_mixed_case_and_digit,
+    ),
+    Shape(
+        "url_password",
+        re.compile(rf"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:{_NOT_A_VALUE}([^\s/@]+)@"),
+        1,
+        hints=("://",),
+    ),
+    Shape(
+        "password",
+        re.compile(rf"\b\w*(?i:passw(?:or)?d|pwd)={_NOT_A_VALUE}([^\s&#'\";,]+)"),
+        1,
+        hints=("passw", "pwd"),
+    ),
+    Shape(
+        "password",
+        re.compile(rf'"\w*(?i:passw(?:or)?d|pwd)"\s*:\s*"{_NOT_A_VALUE}([^"]+)"'),
+        1,
+        hints=("passw", "pwd"),
+    ),
 )
 
 

@@ -227,7 +227,9 @@ class MemoryStore:
         return [SessionInfo(*row) for row in rows]
 
     def workspace_snapshot(self, session_id: int) -> str | None:
-        row = self.db.execute("select workspace_snapshot from sessions where id = ?", (session_id,)).fetchone()
+        row = self.db.execute(
+            "select workspace_snapshot from sessions where id = ?", (session_id,)
+        ).fetchone()
         return None if row is None else row[0]
 
     def set_workspace_snapshot(self, session_id: int, snapshot_id: str) -> None:
@@ -260,9 +262,7 @@ class MemoryStore:
         _check_role(role)
         with self._writing() as db:
             if external_id is not None:
-                row = db.execute(
-                    "select id from messages where external_id = ?", (external_id,)
-                ).fetchone()
+                row = db.execute("select id from messages where external_id = ?", (external_id,)).fetchone()
                 if row is not None:
                     return row[0]
             db.execute(
@@ -358,14 +358,18 @@ class MemoryStore:
     def history_chars(self, session_id: int) -> int:
         """Characters of the turns after the session's latest summary."""
         summary = conversation.latest_summary(self.db, session_id)
-        return conversation.chars_after(self.db, session_id, 0 if summary is None else summary.through_message_id)
+        return conversation.chars_after(
+            self.db, session_id, 0 if summary is None else summary.through_message_id
+        )
 
     def add_summary(self, session_id: int, through_message_id: int, text: str) -> None:
         """Let `text` stand in for the session's turns up to `through_message_id`."""
         with self._writing() as db:
             conversation.add_summary(db, session_id, through_message_id, text, time.time())
 
-    def start_episode(self, session_id: int, user_id: int, task: str, request_message_id: int | None = None) -> int:
+    def start_episode(
+        self, session_id: int, user_id: int, task: str, request_message_id: int | None = None
+    ) -> int:
         with self._writing() as db:
             return episodes.start(db, session_id, user_id, task, request_message_id, time.time())
 
@@ -429,7 +433,9 @@ class MemoryStore:
     def executor_episode(self, episode_id: int) -> ExecutorEpisode:
         return trajectories.episode(self.db, episode_id)
 
-    def finish_executor_episode(self, episode_id: int, status: str, *, parse_failures: int, timeouts: int) -> None:
+    def finish_executor_episode(
+        self, episode_id: int, status: str, *, parse_failures: int, timeouts: int
+    ) -> None:
         """End an executor episode, with how often its model wrote no valid action and how many
         of its commands timed out (the promotion gate compares both)."""
         with self._writing() as db:
@@ -439,7 +445,9 @@ class MemoryStore:
                 (parse_failures, timeouts, episode_id),
             )
 
-    def heldout_success(self, model: str, adapter_version: str | None = None, last: int = 200) -> float | None:
+    def heldout_success(
+        self, model: str, adapter_version: str | None = None, last: int = 200
+    ) -> float | None:
         """Mean reward of the newest `last` scored held-out executor episodes that `model` (with
         `adapter_version`) ran; None when it has none yet. Routing reads this."""
         row = self.db.execute(
@@ -573,7 +581,9 @@ class MemoryStore:
         self, *, kinds: Collection[str], platforms: Collection[str], busy_lanes: Collection[str], limit: int
     ) -> list[InboxItem]:
         """The next due item of each idle lane, oldest first (see inbox.py)."""
-        return inbox.heads(self.db, kinds=kinds, platforms=platforms, busy_lanes=busy_lanes, now=time.time(), limit=limit)
+        return inbox.heads(
+            self.db, kinds=kinds, platforms=platforms, busy_lanes=busy_lanes, now=time.time(), limit=limit
+        )
 
     def inbox_next_due(self) -> float | None:
         return inbox.next_due(self.db)
@@ -664,4 +674,3 @@ class MemoryStore:
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
-

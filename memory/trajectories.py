@@ -255,7 +255,10 @@ def _link(previous: Tail | None, prompt: array, call: StoredCall) -> _Link:
     sequence = previous.sequence
     common = token_arrays.common_prefix(prompt, sequence)
     # Ids from another tokenizer or template mean other text, even where they happen to match.
-    same_tokens = (previous.tokenizer_hash, previous.chat_template_hash) == (call.tokenizer_hash, call.chat_template_hash)
+    same_tokens = (previous.tokenizer_hash, previous.chat_template_hash) == (
+        call.tokenizer_hash,
+        call.chat_template_hash,
+    )
     if sequence and common == len(sequence) and same_tokens:
         return _Link(common, True, None, common)
     shared = common if same_tokens else 0  # the prefix both still have is stored once either way
@@ -324,7 +327,9 @@ def summaries(db: apsw.Connection, where: TrajectoryFilter) -> list[TrajectorySu
 def secret_marked(db: apsw.Connection, where: TrajectoryFilter) -> int:
     """How many episodes passing `where` (limit aside) are kept out for holding a secret."""
     clause, bindings = _where(where, secrets=True)
-    return db.execute(f"select count(*) from episodes where {clause} and contains_secret", bindings).fetchone()[0]
+    return db.execute(
+        f"select count(*) from episodes where {clause} and contains_secret", bindings
+    ).fetchone()[0]
 
 
 def mismatch_counts(db: apsw.Connection, where: TrajectoryFilter) -> dict[str, int]:
@@ -364,7 +369,11 @@ def _read_episode(
     db: apsw.Connection, episode_id: int, until_call_id: int | None = None
 ) -> tuple[list[RecordedCall], dict[int, Tail]]:
     """The episode's calls (up to `until_call_id`) rebuilt in order, and each one's tail."""
-    bound = "" if until_call_id is None else " and call_index <= (select call_index from model_calls where id = ?)"
+    bound = (
+        ""
+        if until_call_id is None
+        else " and call_index <= (select call_index from model_calls where id = ?)"
+    )
     rows = db.execute(
         f"select {_CALL_COLUMNS} from model_calls where episode_id = ?{bound} order by call_index",
         (episode_id,) if until_call_id is None else (episode_id, until_call_id),

@@ -53,7 +53,11 @@ def export_trajectories(
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
     counter = _Counter(Redactor.for_secrets(secrets))
     selected = store.trajectories(
-        since=where.since, until=where.until, min_reward=where.min_reward, split=where.split, limit=where.limit
+        since=where.since,
+        until=where.until,
+        min_reward=where.min_reward,
+        split=where.split,
+        limit=where.limit,
     )
     partial = path.with_name(path.name + ".partial")
     try:

@@ -165,11 +165,19 @@ class Agent:
                     else:
                         reply = item
                 if reply is None:
-                    raise RuntimeError("a model stream ended without its reply")  # runtime/models guarantees one
+                    raise RuntimeError(
+                        "a model stream ended without its reply"
+                    )  # runtime/models guarantees one
             else:
                 reply = await self.planner.complete(turn.messages, schemas)
             usage = reply.usage
-            yield ModelCalled(reply.model, usage.prompt_tokens, usage.completion_tokens, reply.latency_s, len(reply.tool_calls))
+            yield ModelCalled(
+                reply.model,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                reply.latency_s,
+                len(reply.tool_calls),
+            )
             if not reply.tool_calls:
                 turn.reply = reply.text
                 return
@@ -236,7 +244,9 @@ class Agent:
             )
             await requests.put(event)
             try:
-                approved, remember = await asyncio.wait_for(asyncio.shield(event.decision), APPROVAL_TIMEOUT_S)
+                approved, remember = await asyncio.wait_for(
+                    asyncio.shield(event.decision), APPROVAL_TIMEOUT_S
+                )
             except TimeoutError:
                 return False
             if approved and remember:
@@ -272,7 +282,9 @@ class Agent:
 
     async def evaluate(self, turn: _Turn) -> Evaluated:
         if turn.inbound.verifier is not None:
-            sandbox = await self.workspaces.get(turn.session.id, self.store.workspace_snapshot(turn.session.id))
+            sandbox = await self.workspaces.get(
+                turn.session.id, self.store.workspace_snapshot(turn.session.id)
+            )
             score = await evaluate.verify(sandbox.run, turn.inbound.verifier)
         elif self.judge is not None and (turn.tools_used or self.settings.judge_turns_without_tools):
             score = await evaluate.judge(self.judge, turn.inbound.text, turn.messages, turn.reply)
@@ -316,4 +328,3 @@ class Agent:
         await self.drain()
         await self.workspaces.close()
         await close_model_clients()
-

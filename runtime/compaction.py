@@ -24,7 +24,9 @@ class CompactionSettings:
     keep_turns: int = 12
 
 
-async def compact_if_long(store: MemoryStore, planner: ChatModel, session_id: int, settings: CompactionSettings) -> bool:
+async def compact_if_long(
+    store: MemoryStore, planner: ChatModel, session_id: int, settings: CompactionSettings
+) -> bool:
     """Summarise the session's older turns if its history is long; True if it did."""
     if store.history_chars(session_id) < settings.threshold_chars:
         return False
@@ -53,6 +55,8 @@ def _older_turns(turns: list[Turn], keep: int) -> list[Turn]:
 
 
 def _render(turn: Turn) -> str:
-    text = turn.content if len(turn.content) <= RENDERED_TURN_CHARS else turn.content[:RENDERED_TURN_CHARS] + "…"
+    text = (
+        turn.content if len(turn.content) <= RENDERED_TURN_CHARS else turn.content[:RENDERED_TURN_CHARS] + "…"
+    )
     calls = "".join(f" [called {c.name}({c.arguments[:200]})]" for c in turn.tool_calls)
     return f"{turn.role}: {text}{calls}"

@@ -65,7 +65,9 @@ def build_messages(
     return [{"role": "system", "content": "\n\n".join(sections)}, *(t.to_chat() for t in turns)]
 
 
-def _recall(store: MemoryStore, session: SessionRef, question: str, turns: list[Turn], settings: ContextSettings) -> list[str]:
+def _recall(
+    store: MemoryStore, session: SessionRef, question: str, turns: list[Turn], settings: ContextSettings
+) -> list[str]:
     if settings.recall_limit <= 0 or not question.strip():
         return []
     shown = {turn.id for turn in turns}
@@ -77,7 +79,11 @@ def _recall(store: MemoryStore, session: SessionRef, question: str, turns: list[
     for hit in hits:
         if hit.id in shown:
             continue
-        snippet = hit.snippet if len(hit.snippet) <= settings.snippet_chars else hit.snippet[: settings.snippet_chars] + "…"
+        snippet = (
+            hit.snippet
+            if len(hit.snippet) <= settings.snippet_chars
+            else hit.snippet[: settings.snippet_chars] + "…"
+        )
         lines.append(f"- [{_date(hit.ts)}] {hit.role}: {snippet}")
         if len(lines) == settings.recall_limit:
             break
@@ -92,4 +98,3 @@ def _date(ts: float | None) -> str:
 def fixed_overhead_messages() -> list[dict[str, Any]]:
     """The part of every prompt that does not depend on the user or the session."""
     return [{"role": "system", "content": prompts.SYSTEM + "\n\nToday is 2026-01-01."}]
-

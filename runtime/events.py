@@ -93,6 +93,13 @@ class Evaluated:
 
 
 Event = (
-    TurnStarted | ModelCalled | ReplyDelta | ToolCalled | ApprovalRequested | ToolReturned
-    | Replied | TurnFailed | Evaluated
+    TurnStarted
+    | ModelCalled
+    | ReplyDelta
+    | ToolCalled
+    | ApprovalRequested
+    | ToolReturned
+    | Replied
+    | TurnFailed
+    | Evaluated
 )

@@ -52,9 +52,7 @@ def docker_needs(environment: Mapping[str, FileContent], scripts: Iterable[str])
         workdir, found = _dockerfile_needs(dockerfile)
         needs.extend(found)
     needs.extend(
-        f"defines services in {name}"
-        for name in sorted(BUILD_FILES & set(environment))
-        if "compose" in name
+        f"defines services in {name}" for name in sorted(BUILD_FILES & set(environment)) if "compose" in name
     )
     texts = list(scripts)
     named = dict(CONTAINER_PATHS)

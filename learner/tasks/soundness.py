@@ -47,7 +47,9 @@ async def check_task(
     """Run the reference and the empty attempt of `task`, each in a fresh sandbox."""
     started = time.perf_counter()
     if task.needs_docker:
-        return TaskCheck(task, None, None, 0.0, skipped="needs its own image: " + "; ".join(task.docker_needs))
+        return TaskCheck(
+            task, None, None, 0.0, skipped="needs its own image: " + "; ".join(task.docker_needs)
+        )
     reference_passed, reference_output = None, ""
     if task.has_reference:
         reference_passed, reference_output = await run_reference(task, backend, options)

@@ -118,7 +118,6 @@ def _known(names: Iterable[str]) -> frozenset[str]:
     unknown = sorted(chosen - set(FAMILY_NAMES))
     if unknown:
         raise TaskError(
-            f"unknown synthetic task families: {', '.join(unknown)} "
-            f"(known: {', '.join(FAMILY_NAMES)})"
+            f"unknown synthetic task families: {', '.join(unknown)} (known: {', '.join(FAMILY_NAMES)})"
         )
     return chosen

@@ -264,7 +264,15 @@ def head_lines(rng: random.Random) -> Draft:
     )
 
 
-def _appended(rng: random.Random, what: str, source: str, source_lines: list[str], out: str, result: list[str], command: str) -> Draft:
+def _appended(
+    rng: random.Random,
+    what: str,
+    source: str,
+    source_lines: list[str],
+    out: str,
+    result: list[str],
+    command: str,
+) -> Draft:
     """The append variant of a write-to-a-file family: `out` already holds a line or two and
     the result goes after them (`command >> out`)."""
     existing = _phrases(rng, rng.randint(1, 2), most=2)
@@ -279,26 +287,40 @@ def _appended(rng: random.Random, what: str, source: str, source_lines: list[str
 def sort_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
     lines = _unsorted_words(rng)
-    return _appended(rng, f"the lines of {source} in sorted order", source, lines, out, sorted(lines), f"sort {source}")
+    return _appended(
+        rng, f"the lines of {source} in sorted order", source, lines, out, sorted(lines), f"sort {source}"
+    )
 
 
 def head_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
     lines, count = _lines_and_count(rng)
-    return _appended(rng, f"the first {count} lines of {source}", source, lines, out, lines[:count], f"head -n {count} {source}")
+    return _appended(
+        rng,
+        f"the first {count} lines of {source}",
+        source,
+        lines,
+        out,
+        lines[:count],
+        f"head -n {count} {source}",
+    )
 
 
 def uppercase_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
     lines = _phrases(rng, rng.randint(2, 4))
     upper = [line.upper() for line in lines]
-    return _appended(rng, f"the text of {source} in uppercase", source, lines, out, upper, f"tr a-z A-Z < {source}")
+    return _appended(
+        rng, f"the text of {source} in uppercase", source, lines, out, upper, f"tr a-z A-Z < {source}"
+    )
 
 
 def count_lines_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
     lines = _phrases(rng, rng.randint(3, 12))
-    return _appended(rng, f"the number of lines in {source}", source, lines, out, [str(len(lines))], f"wc -l < {source}")
+    return _appended(
+        rng, f"the number of lines in {source}", source, lines, out, [str(len(lines))], f"wc -l < {source}"
+    )
 
 
 def count_words_append(rng: random.Random) -> Draft:
@@ -307,7 +329,9 @@ def count_words_append(rng: random.Random) -> Draft:
     while sum(len(line.split()) for line in lines) == len(lines):  # `wc -l` must not pass
         lines = _phrases(rng, len(lines), most=4)
     words = sum(len(line.split()) for line in lines)
-    return _appended(rng, f"the number of words in {source}", source, lines, out, [str(words)], f"wc -w < {source}")
+    return _appended(
+        rng, f"the number of words in {source}", source, lines, out, [str(words)], f"wc -w < {source}"
+    )
 
 
 def uppercase(rng: random.Random) -> Draft:
@@ -324,7 +348,9 @@ def uppercase(rng: random.Random) -> Draft:
 def _capitalised_phrases(rng: random.Random) -> list[str]:
     """2-4 lines whose words are each in capitals or capitalised, so lowercasing changes every one."""
     lines = _phrases(rng, rng.randint(2, 4))
-    return [" ".join(w.upper() if rng.random() < 0.5 else w.capitalize() for w in line.split()) for line in lines]
+    return [
+        " ".join(w.upper() if rng.random() < 0.5 else w.capitalize() for w in line.split()) for line in lines
+    ]
 
 
 def lowercase(rng: random.Random) -> Draft:
@@ -342,7 +368,9 @@ def lowercase_append(rng: random.Random) -> Draft:
     source, out = _input_and_output(rng)
     lines = _capitalised_phrases(rng)
     lower = [line.lower() for line in lines]
-    return _appended(rng, f"the text of {source} in lowercase", source, lines, out, lower, f"tr A-Z a-z < {source}")
+    return _appended(
+        rng, f"the text of {source} in lowercase", source, lines, out, lower, f"tr A-Z a-z < {source}"
+    )
 
 
 def grep_lines(rng: random.Random) -> Draft:
@@ -400,7 +428,9 @@ def count_unique(rng: random.Random) -> Draft:
 def extract_column(rng: random.Random) -> Draft:
     source = _names(rng, STEMS, 1, suffix=".csv")[0]
     out = _names(rng, OUTPUTS, 1)[0]
-    rows = [[rng.choice(WORDS), str(rng.randint(1, 999)), rng.choice(WORDS)] for _ in range(rng.randint(3, 6))]
+    rows = [
+        [rng.choice(WORDS), str(rng.randint(1, 999)), rng.choice(WORDS)] for _ in range(rng.randint(3, 6))
+    ]
     column = rng.randint(1, 3)
     return Draft(
         f"Write column {column} of the comma-separated file {source} to {out}.",

@@ -62,8 +62,10 @@ def import_tasks(path: Path, split: Split = "heldout") -> ImportedTasks:
     if not path.is_dir():
         raise TaskFormatError(f"{path} is not a directory")
     found = ImportedTasks()
-    folders = [path] if is_task_dir(path) else sorted(
-        entry for entry in path.iterdir() if entry.is_dir() and not entry.name.startswith(".")
+    folders = (
+        [path]
+        if is_task_dir(path)
+        else sorted(entry for entry in path.iterdir() if entry.is_dir() and not entry.name.startswith("."))
     )
     for folder in folders:
         try:
@@ -91,7 +93,10 @@ def load_task_dir(path: Path, split: Split = "heldout") -> Task:
     tests, tests_executable = _tree(path / "tests", prefix="tests/")
     solution, solution_executable = _tree(path / "solution", prefix="solution/")
     files = workspace_files(environment)
-    if sum(len(content) for content in [*files.values(), *tests.values(), *solution.values()]) > MAX_TASK_BYTES:
+    if (
+        sum(len(content) for content in [*files.values(), *tests.values(), *solution.values()])
+        > MAX_TASK_BYTES
+    ):
         raise TaskFormatError(f"the task is larger than {MAX_TASK_BYTES >> 20} MiB")
     metadata, name = _table(config, "metadata"), path.name
     scripts = [instruction, *_texts(tests), *_texts(solution)]
@@ -146,7 +151,9 @@ def _tree(root: Path, prefix: str = "") -> tuple[dict[str, FileContent], frozens
             full = Path(directory) / name
             relative = prefix + full.relative_to(root).as_posix()
             if full.is_symlink():
-                raise TaskFormatError(f"{root.name}/{full.relative_to(root)} is a symlink; copy the file instead")
+                raise TaskFormatError(
+                    f"{root.name}/{full.relative_to(root)} is a symlink; copy the file instead"
+                )
             if not full.is_file():
                 continue
             total += full.stat().st_size

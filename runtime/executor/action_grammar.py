@@ -43,7 +43,9 @@ _TIMEOUT = r"[1-9][0-9]{0,5}(?:\.[0-9]{1,3})?"
 _COMMAND = rf'\{{"keystrokes": {_KEYSTROKES}, "timeout": {_TIMEOUT}\}}'
 _COMMANDS = rf"{_COMMAND}(?:, {_COMMAND}){{0,7}}"
 _COMPLETE = r'\], "task_complete": '
-ACTION_PATTERN = rf'\{{"analysis": {_STRING}, "commands": \[(?:{_COMMANDS}{_COMPLETE}(?:true|false)|{_COMPLETE}true)\}}'
+ACTION_PATTERN = (
+    rf'\{{"analysis": {_STRING}, "commands": \[(?:{_COMMANDS}{_COMPLETE}(?:true|false)|{_COMPLETE}true)\}}'
+)
 _ACTION = regex.compile(ACTION_PATTERN)
 # The shortest actions (no command, one, two): every prefix's shortest ending is a suffix of one of them, after at most
 # a few characters that finish an escape (`\\"`, `\\u0000`) or give blank keystrokes a visible one.
@@ -63,7 +65,8 @@ _FREE_STRING_ENDINGS = sorted(
     key=len,
 )  # fmt: skip
 _ENDINGS = sorted(
-    {lead + action[cut:] for action in _SHORTEST for cut in range(len(action) + 1) for lead in _LEADS}, key=len
+    {lead + action[cut:] for action in _SHORTEST for cut in range(len(action) + 1) for lead in _LEADS},
+    key=len,
 )
 _PLAIN = regex.compile(r'[^"\\\x00-\x1f]+')  # text that can go anywhere inside an open string
 _FREE_TEXT_PROBE = "\u00a7"  # a character only the free strings (analysis, keystrokes) admit
@@ -105,7 +108,9 @@ class ActionConstraint:
         self.pieces = list(pieces)
         self.stop_ids = frozenset(stop_ids)
         self._closing_stop = sorted(self.stop_ids)[:1]  # the stop token an ending writes (if any)
-        usable = sorted((piece, token) for token, piece in enumerate(self.pieces) if piece and token not in self.stop_ids)
+        usable = sorted(
+            (piece, token) for token, piece in enumerate(self.pieces) if piece and token not in self.stop_ids
+        )
         self._all = _Trie(usable)
         self._plain = [t for p, t in usable if _PLAIN.fullmatch(p)]  # tokens any open string may take
         self._other = _Trie([(p, t) for p, t in usable if not _PLAIN.fullmatch(p)])
@@ -188,7 +193,9 @@ class _Trie:
                     continue
                 stem = key[: depth + 1]
                 following = ord(stem[-1]) + 1  # the first character after the run's
-                run_end = end if following > 0x10FFFF else bisect_left(keys, stem[:-1] + chr(following), start, end)
+                run_end = (
+                    end if following > 0x10FFFF else bisect_left(keys, stem[:-1] + chr(following), start, end)
+                )
                 if is_action_prefix(text + stem):
                     stack.append((start, run_end, depth + 1))
                 start = run_end

@@ -31,7 +31,12 @@ class SamplingParams:
     constrained: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        plain = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
+        plain = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
         return {**plain, "constrained": True} if self.constrained else plain
 
 

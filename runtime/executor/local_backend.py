@@ -59,9 +59,7 @@ class LocalBackend:
     def adapter_version(self) -> str | None:
         return self._adapter
 
-    async def complete(
-        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
-    ) -> Completion:
+    async def complete(self, messages: Sequence[dict[str, Any]], sampling: SamplingParams) -> Completion:
         adapter = self._adapter
         started = time.perf_counter()
         tokenizer = self.model.tokenizer
@@ -127,15 +125,11 @@ class LocalBackend:
             sampling=sampling,
         )
 
-    async def logprobs_of(
-        self, prompt_ids: Sequence[int], completion_ids: Sequence[int]
-    ) -> list[float]:
+    async def logprobs_of(self, prompt_ids: Sequence[int], completion_ids: Sequence[int]) -> list[float]:
         """Teacher-forced raw log-probabilities of `completion_ids` under the active adapter (for
         another, `self.model.logprobs_of(..., adapter=version)` in a thread)."""
         adapter = self._adapter
-        return await asyncio.to_thread(
-            self.model.logprobs_of, prompt_ids, completion_ids, adapter=adapter
-        )
+        return await asyncio.to_thread(self.model.logprobs_of, prompt_ids, completion_ids, adapter=adapter)
 
     async def load_adapter(self, version: str, directory: str | Path) -> None:
         """Load a PEFT adapter and sample with it from the next call on."""
@@ -144,9 +138,7 @@ class LocalBackend:
 
     async def use_adapter(self, version: str | None) -> None:
         if version is not None and version not in self.model.adapters:
-            raise ExecutorRequestError(
-                f"no adapter {version!r} is loaded: load it first", status=404
-            )
+            raise ExecutorRequestError(f"no adapter {version!r} is loaded: load it first", status=404)
         self._adapter = version
 
     async def unload_adapter(self, version: str) -> None:

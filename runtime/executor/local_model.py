@@ -47,9 +47,7 @@ from runtime.executor.tokenization import ExecutorTokenizer
 class LocalModel:
     """See the module docstring. `name` is what answers in records: the model directory."""
 
-    def __init__(
-        self, model: Any, tokenizer: ExecutorTokenizer, *, name: str, device: torch.device
-    ) -> None:
+    def __init__(self, model: Any, tokenizer: ExecutorTokenizer, *, name: str, device: torch.device) -> None:
         self.name = name
         self.tokenizer = tokenizer
         self.device = device
@@ -104,19 +102,13 @@ class LocalModel:
         if not version:
             raise ExecutorRequestError("an adapter needs a non-empty version name")
         if not (path / "adapter_config.json").is_file():
-            raise ExecutorLoadError(
-                f"{path} is not a PEFT adapter directory (no adapter_config.json)"
-            )
+            raise ExecutorLoadError(f"{path} is not a PEFT adapter directory (no adapter_config.json)")
         with self._lock:
             if version in self._adapters:
-                raise ExecutorRequestError(
-                    f"adapter {version!r} is already loaded: unload it first"
-                )
+                raise ExecutorRequestError(f"adapter {version!r} is already loaded: unload it first")
             try:
                 if self._peft is None:
-                    self._peft = PeftModel.from_pretrained(
-                        self._base, path, adapter_name=version
-                    ).eval()
+                    self._peft = PeftModel.from_pretrained(self._base, path, adapter_name=version).eval()
                 else:
                     self._peft.load_adapter(path, adapter_name=version, is_trainable=False)
             except (OSError, ValueError, RuntimeError, KeyError) as exc:  # bad files, wrong shapes
@@ -149,7 +141,9 @@ class LocalModel:
         `top_logprobs` asks for that many likeliest alternatives at each position as well.
         Without a seed in `sampling`, a random one is used."""
         seed = sampling.seed if sampling.seed is not None else secrets.randbits(63)
-        return self.sample_batch([prompt_ids], sampling, [seed], adapter=adapter, top_logprobs=top_logprobs)[0]
+        return self.sample_batch([prompt_ids], sampling, [seed], adapter=adapter, top_logprobs=top_logprobs)[
+            0
+        ]
 
     def sample_group(
         self,
@@ -175,7 +169,9 @@ class LocalModel:
         `sample` gives for `prompts[i]` with seed `seeds[i]` (`sampling.seed` is ignored), batched
         arithmetic aside; each row's `max_tokens` is cut to what fits after its own prompt."""
         if len(prompts) != len(seeds) or not prompts:
-            raise ExecutorRequestError(f"{len(prompts)} prompts and {len(seeds)} seeds: give one seed per prompt")
+            raise ExecutorRequestError(
+                f"{len(prompts)} prompts and {len(seeds)} seeds: give one seed per prompt"
+            )
         for prompt_ids in prompts:
             self._check_tokens(prompt_ids)
         _check_sampling(sampling)
@@ -233,15 +229,11 @@ class LocalModel:
     def _check_adapter(self, version: str) -> None:
         if version not in self._adapters:
             loaded = ", ".join(sorted(self._adapters)) or "none"
-            raise ExecutorRequestError(
-                f"no adapter {version!r} is loaded (loaded: {loaded})", status=404
-            )
+            raise ExecutorRequestError(f"no adapter {version!r} is loaded (loaded: {loaded})", status=404)
 
     def _check_tokens(self, prompt_ids: Sequence[int], completion_ids: Sequence[int] = ()) -> None:
         if not prompt_ids:
-            raise ExecutorRequestError(
-                "the prompt is empty: a completion needs at least one prompt token"
-            )
+            raise ExecutorRequestError("the prompt is empty: a completion needs at least one prompt token")
         if (
             len(prompt_ids) >= self.max_positions
             or len(prompt_ids) + len(completion_ids) > self.max_positions
@@ -250,13 +242,9 @@ class LocalModel:
                 f"{len(prompt_ids)} prompt and {len(completion_ids)} completion tokens do not fit "
                 f"in this model's context of {self.max_positions}: shorten the prompt"
             )
-        bad = next(
-            (i for i in (*prompt_ids, *completion_ids) if not 0 <= i < self.vocab_size), None
-        )
+        bad = next((i for i in (*prompt_ids, *completion_ids) if not 0 <= i < self.vocab_size), None)
         if bad is not None:
-            raise ExecutorRequestError(
-                f"token id {bad} is outside the vocabulary (0..{self.vocab_size - 1})"
-            )
+            raise ExecutorRequestError(f"token id {bad} is outside the vocabulary (0..{self.vocab_size - 1})")
 
 
 def _check_sampling(sampling: SamplingParams) -> None:

@@ -92,7 +92,9 @@ async def run_executor(
             continue
         failed_last = False
         last_analysis = action.analysis
-        observations = [await _run_command(context, c.keystrokes, c.timeout_s, settings, run) for c in action.commands]
+        observations = [
+            await _run_command(context, c.keystrokes, c.timeout_s, settings, run) for c in action.commands
+        ]
         if action.task_complete:
             run.answer, run.completed = action.analysis or "Done.", True
             return run
@@ -101,7 +103,9 @@ async def run_executor(
     return run
 
 
-async def _run_command(context: ToolContext, keystrokes: str, timeout_s: float, settings: ExecutorSettings, run: ExecutorRun) -> str:
+async def _run_command(
+    context: ToolContext, keystrokes: str, timeout_s: float, settings: ExecutorSettings, run: ExecutorRun
+) -> str:
     run.commands.append(keystrokes)
     try:
         output = await shell(context, keystrokes, max(1, math.ceil(timeout_s)))

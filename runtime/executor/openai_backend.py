@@ -83,9 +83,7 @@ class OpenAIBackend:
     def adapter_version(self) -> str | None:
         return self._adapter
 
-    async def complete(
-        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
-    ) -> Completion:
+    async def complete(self, messages: Sequence[dict[str, Any]], sampling: SamplingParams) -> Completion:
         adapter = self._adapter
         started = time.perf_counter()
         tokenizer = await self._tokenizer.get()
@@ -105,9 +103,7 @@ class OpenAIBackend:
         if prompt_ids is None or completion_ids is None:
             prompt_ids, completion_ids = [], []
             if tokenizer is not None:
-                prompt_ids, completion_ids = tokenizer.retokenize(
-                    messages, choice.text, choice.finish_reason
-                )
+                prompt_ids, completion_ids = tokenizer.retokenize(messages, choice.text, choice.finish_reason)
                 retokenized = True
         logprobs = choice.logprobs if len(choice.logprobs) == len(completion_ids) else []
         return Completion(
@@ -156,11 +152,7 @@ class OpenAIBackend:
         data = _json_object(response).get("data")
         if not isinstance(data, list):
             raise ExecutorCallError(f"{url} answered no model list")
-        return [
-            entry["id"]
-            for entry in data
-            if isinstance(entry, dict) and isinstance(entry.get("id"), str)
-        ]
+        return [entry["id"] for entry in data if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
 
     # HTTP --------------------------------------------------------------------------------------
 
@@ -181,9 +173,7 @@ class OpenAIBackend:
         try:
             response = await self._client.post(url, json=payload)
         except httpx.TimeoutException:
-            raise ExecutorCallError(
-                f"{url}: no answer within the timeout", transient=True
-            ) from None
+            raise ExecutorCallError(f"{url}: no answer within the timeout", transient=True) from None
         except httpx.TransportError as exc:
             raise ExecutorCallError(f"cannot reach {url}: {exc}", transient=True) from None
         _raise_for_status(response)
@@ -218,13 +208,9 @@ def _read_choice(body: dict[str, Any]) -> _Choice:
         content = (choice.get("logprobs") or {}).get("content") or []
         logprobs = [float(entry["logprob"]) for entry in content]
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-        raise ExecutorCallError(
-            f"the server's reply has no readable first choice ({exc!r})"
-        ) from None
+        raise ExecutorCallError(f"the server's reply has no readable first choice ({exc!r})") from None
     if not isinstance(text, str):
-        raise ExecutorCallError(
-            f"the server's reply has content of type {type(text).__name__}, not text"
-        )
+        raise ExecutorCallError(f"the server's reply has content of type {type(text).__name__}, not text")
     return _Choice(
         text=text,
         finish_reason="length" if finish == "length" else "stop",
@@ -235,9 +221,7 @@ def _read_choice(body: dict[str, Any]) -> _Choice:
 
 
 def _ids(value: Any) -> list[int] | None:
-    if isinstance(value, list) and all(
-        isinstance(i, int) and not isinstance(i, bool) for i in value
-    ):
+    if isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value):
         return value
     return None
 

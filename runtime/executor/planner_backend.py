@@ -43,9 +43,7 @@ class PlannerBackend:
     def adapter_version(self) -> str | None:
         return None
 
-    async def complete(
-        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
-    ) -> Completion:
+    async def complete(self, messages: Sequence[dict[str, Any]], sampling: SamplingParams) -> Completion:
         sent = replace(sampling, top_p=1.0, seed=None, constrained=False)
         settings = replace(
             self.planner.settings,

@@ -129,7 +129,16 @@ def sample_batch(
         if constraint is not None:
             budgets = (limits - produced).tolist()  # tokens each row may still write, this one included
             tokens = _keep_to(
-                constraint, texts, endings, budgets, tokens, logits, finished, temperature, top_p, step_uniforms
+                constraint,
+                texts,
+                endings,
+                budgets,
+                tokens,
+                logits,
+                finished,
+                temperature,
+                top_p,
+                step_uniforms,
             )
         ids[:, step] = tokens
         logprobs[:, step] = raw.gather(1, tokens[:, None])[:, 0]
@@ -150,7 +159,9 @@ def sample_batch(
     counts, ids_rows, logprob_rows = produced.tolist(), ids.tolist(), logprobs.tolist()
     tops = _top_lists(top_ids, top_values, counts) if top_logprobs else [[] for _ in counts]
     return [
-        SampledTokens(ids_rows[row][:count], logprob_rows[row][:count], "stop" if is_stop else "length", tops[row])
+        SampledTokens(
+            ids_rows[row][:count], logprob_rows[row][:count], "stop" if is_stop else "length", tops[row]
+        )
         for row, (count, is_stop) in enumerate(zip(counts, stopped.tolist(), strict=True))
     ]
 
@@ -179,7 +190,9 @@ def _keep_to(
         else:
             if not constraint.allows(texts[row], token):
                 row_uniform = None if uniforms is None else uniforms[row : row + 1]
-                token = _redraw(constraint, texts[row], token, logits[row : row + 1], temperature, top_p, row_uniform)
+                token = _redraw(
+                    constraint, texts[row], token, logits[row : row + 1], temperature, top_p, row_uniform
+                )
             near_the_end = budgets[row] <= constraint.ending_bound
             if near_the_end and not _still_closes(constraint, texts[row], token, budgets[row]):
                 ending = constraint.ending_tokens(texts[row])
@@ -242,14 +255,18 @@ def _left_pad(
     `shared` tokens (0: at the very left), so the rows' common beginning stays aligned."""
     lengths = torch.tensor([len(p) for p in prompts], device=device)  # (N,)
     width = int(lengths.max())
-    padded = [list(prompt[:shared]) + [0] * (width - len(prompt)) + list(prompt[shared:]) for prompt in prompts]
+    padded = [
+        list(prompt[:shared]) + [0] * (width - len(prompt)) + list(prompt[shared:]) for prompt in prompts
+    ]
     input_ids = torch.tensor(padded, dtype=torch.long, device=device)  # (N, W)
     mask = torch.ones(len(prompts), width + steps, dtype=torch.long, device=device)  # (N, W + T)
     mask[:, shared:width] = torch.arange(width - shared, device=device) >= (width - lengths)[:, None]
     return input_ids, mask, lengths
 
 
-def _top_lists(ids: torch.Tensor, values: torch.Tensor, counts: list[int]) -> list[list[list[tuple[int, float]]]]:
+def _top_lists(
+    ids: torch.Tensor, values: torch.Tensor, counts: list[int]
+) -> list[list[list[tuple[int, float]]]]:
     """Per row, per kept position, the (id, logprob) alternatives from (N, T, K) tensors."""
     return [
         [list(zip(i, v, strict=True)) for i, v in zip(row_ids[:count], row_values[:count], strict=True)]

@@ -155,31 +155,23 @@ class ExecutorServer:
         def run() -> dict[str, Any]:
             prompt = body.prompt
             prompt_ids = (
-                tokenizer.encode_text(prompt, special_tokens=True)
-                if isinstance(prompt, str)
-                else prompt
+                tokenizer.encode_text(prompt, special_tokens=True) if isinstance(prompt, str) else prompt
             )
             sampling = body.sampling(self.model.max_positions)
             sampled = self.model.sample(
                 prompt_ids, sampling, adapter=adapter, top_logprobs=body.logprobs or 0
             )
-            return completion_body(
-                body, body.model or self.served_name, prompt_ids, sampled, tokenizer
-            )
+            return completion_body(body, body.model or self.served_name, prompt_ids, sampled, tokenizer)
 
         return web.json_response(await asyncio.to_thread(run))
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            models_body(self.served_name, self.model.max_positions, self.model.adapters)
-        )
+        return web.json_response(models_body(self.served_name, self.model.max_positions, self.model.adapters))
 
     async def _load_adapter(self, request: web.Request) -> web.Response:
         body = await _parse(request, LoadAdapterRequest)
         if body.lora_name == self.served_name:
-            raise ExecutorRequestError(
-                f"{body.lora_name!r} is the base model's name: choose another"
-            )
+            raise ExecutorRequestError(f"{body.lora_name!r} is the base model's name: choose another")
         await asyncio.to_thread(self.model.load_adapter, body.lora_name, body.lora_path)
         return web.Response(text=f"Success: LoRA adapter '{body.lora_name}' added successfully.")
 
@@ -198,9 +190,7 @@ class ExecutorServer:
         if model in self.model.adapters:
             return model
         names = ", ".join([self.served_name, *self.model.adapters])
-        raise ExecutorRequestError(
-            f"The model `{model}` does not exist (served: {names}).", status=404
-        )
+        raise ExecutorRequestError(f"The model `{model}` does not exist (served: {names}).", status=404)
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -221,9 +211,7 @@ class ExecutorServer:
     def _authorised(self, request: web.Request) -> bool:
         scheme, _, key = request.headers.get("Authorization", "").partition(" ")
         assert self._api_key is not None
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            key.encode(), self._api_key.encode()
-        )
+        return scheme.lower() == "bearer" and hmac.compare_digest(key.encode(), self._api_key.encode())
 
 
 async def _parse(request: web.Request, model: type[RequestModel]) -> RequestModel:

@@ -108,9 +108,7 @@ class CompletionRequest(_Request):
     @model_validator(mode="after")
     def _no_echo(self) -> Self:
         if self.echo:
-            raise ValueError(
-                "echo is not supported: the prompt ids come back with return_token_ids"
-            )
+            raise ValueError("echo is not supported: the prompt ids come back with return_token_ids")
         return self
 
 
@@ -138,9 +136,7 @@ def chat_body(
     }
     if request.logprobs:
         content = []
-        for position, (token_id, logprob) in enumerate(
-            zip(sampled.ids, sampled.logprobs, strict=True)
-        ):
+        for position, (token_id, logprob) in enumerate(zip(sampled.ids, sampled.logprobs, strict=True)):
             alternatives = sampled.top[position] if sampled.top else []
             content.append(
                 {
@@ -174,10 +170,7 @@ def completion_body(
         tokens = [tokenizer.token_text(token_id) for token_id in sampled.ids]
         offsets = [0, *accumulate(len(token) for token in tokens)][: len(tokens)]
         top = (
-            [
-                {tokenizer.token_text(i): lp for i, lp in alternatives}
-                for alternatives in sampled.top
-            ]
+            [{tokenizer.token_text(i): lp for i, lp in alternatives} for alternatives in sampled.top]
             if sampled.top
             else [None] * len(tokens)
         )
@@ -200,10 +193,7 @@ def completion_body(
 def models_body(base: str, max_positions: int, adapters: dict[str, str]) -> dict[str, Any]:
     created = int(time.time())
     data = [_model_entry(base, base, None, max_positions, created)]
-    data += [
-        _model_entry(version, path, base, max_positions, created)
-        for version, path in adapters.items()
-    ]
+    data += [_model_entry(version, path, base, max_positions, created) for version, path in adapters.items()]
     return {"object": "list", "data": data}
 
 

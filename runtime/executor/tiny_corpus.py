@@ -266,9 +266,7 @@ def corpus_lines(count: int = 6000) -> list[str]:
         elif kind == 2:
             lines.append(_action(rng, slots))
         else:
-            lines.append(
-                rng.choice(OUTPUTS).format(**slots) + "\n" + rng.choice(ANALYSES).format(**slots)
-            )
+            lines.append(rng.choice(OUTPUTS).format(**slots) + "\n" + rng.choice(ANALYSES).format(**slots))
     return lines
 
 

@@ -36,9 +36,7 @@ class ExecutorTokenizer:
         self.hf = hf
         self.hash = _tokenizer_hash(hf)
         template = getattr(hf, "chat_template", None)
-        self.chat_template_hash = (
-            _short_hash(template.encode()) if isinstance(template, str) else None
-        )
+        self.chat_template_hash = _short_hash(template.encode()) if isinstance(template, str) else None
 
     @classmethod
     def load(cls, directory: str | Path) -> ExecutorTokenizer:
@@ -46,9 +44,7 @@ class ExecutorTokenizer:
 
         path = Path(directory).expanduser()
         if not path.is_dir():
-            raise ExecutorLoadError(
-                f"tokenizer directory {path} does not exist: give a model directory"
-            )
+            raise ExecutorLoadError(f"tokenizer directory {path} does not exist: give a model directory")
         try:
             hf = AutoTokenizer.from_pretrained(path)
         except (OSError, ValueError) as exc:
@@ -89,15 +85,11 @@ class ExecutorTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of `ids`, special tokens (the eos) left out."""
-        return self.hf.decode(
-            list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
-        )
+        return self.hf.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
     def token_text(self, token_id: int) -> str:
         """One token's text as servers show it in logprobs (special tokens included)."""
-        return self.hf.decode(
-            [token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False
-        )
+        return self.hf.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def retokenize(
         self, messages: Sequence[dict[str, Any]], text: str, finish_reason: str

@@ -205,9 +205,7 @@ def check_provider(model: str, providers: frozenset[str]) -> None:
 
 @functools.cache
 def known_providers(litellm: ModuleType) -> frozenset[str]:
-    return frozenset(
-        str(getattr(provider, "value", provider)) for provider in litellm.provider_list
-    )
+    return frozenset(str(getattr(provider, "value", provider)) for provider in litellm.provider_list)
 
 
 def _all_failed(failures: list[ModelError]) -> ModelError:

@@ -63,9 +63,7 @@ async def create(
         "max_tokens": settings.max_tokens,
         "tools": tools or None,
     }
-    arguments.update(
-        {name: value for name, value in optional.items() if value is not None}
-    )
+    arguments.update({name: value for name, value in optional.items() if value is not None})
     if stream:
         arguments["stream"] = True
         arguments["stream_options"] = {"include_usage": True}
@@ -104,9 +102,7 @@ async def _load_chat_types() -> ModuleType:
     so that the event loop keeps serving meanwhile."""
     global _chat_types
     if _chat_types is None:
-        _chat_types = await asyncio.to_thread(
-            importlib.import_module, "openai.types.chat"
-        )
+        _chat_types = await asyncio.to_thread(importlib.import_module, "openai.types.chat")
     return _chat_types
 
 

@@ -65,15 +65,12 @@ def to_model_error(exc: BaseException, model: str, settings: ModelSettings) -> M
     detail = _detail(exc, settings.api_key)
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int):
-        return ModelResponseError(
-            f"{model}: unreadable reply from {settings.where}: {detail}", model=model
-        )
+        return ModelResponseError(f"{model}: unreadable reply from {settings.where}: {detail}", model=model)
     retry_after = _retry_after_s(getattr(getattr(exc, "response", None), "headers", None))
     if status in (401, 403):
         source = settings.api_key_env or "the slot's api_key"
         return ModelAuthError(
-            f"{model}: {settings.where} refused the API key (HTTP {status}: {detail}); "
-            f"check {source}",
+            f"{model}: {settings.where} refused the API key (HTTP {status}: {detail}); check {source}",
             model=model,
         )
     if status == 429:

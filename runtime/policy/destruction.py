@@ -15,9 +15,7 @@ from runtime.policy.verdict import Finding
 
 _DELETERS = frozenset({"rm", "unlink", "rmdir", "shred", "srm"})
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-_CRITICAL_FILE = re.compile(
-    r"^/etc/(passwd|shadow|group|gshadow|sudoers|sudoers\.d/.*|fstab)$|^/boot(/|$)"
-)
+_CRITICAL_FILE = re.compile(r"^/etc/(passwd|shadow|group|gshadow|sudoers|sudoers\.d/.*|fstab)$|^/boot(/|$)")
 _UNSET_PREFIX = re.compile(r"^\$\{?(\w+)\}?/")
 _SHRED_VALUES = frozenset({"-n", "-s", "--iterations", "--size", "--random-source"})
 _RSYNC_VALUES = frozenset({"-e", "--rsh", "--exclude", "--include", "--filter", "-f"})
@@ -54,8 +52,9 @@ def _deletions(inv: Invocation, script: Script) -> Iterator[tuple[str, bool]]:
             sources = sources[:-1]
         for source in sources:
             yield source, True
-    elif inv.name == "rsync" and inv.has_option("--delete", "--delete-before", "--delete-after",
-                                                "--delete-during", "--delete-excluded"):
+    elif inv.name == "rsync" and inv.has_option(
+        "--delete", "--delete-before", "--delete-after", "--delete-during", "--delete-excluded"
+    ):
         operands = inv.operands(_RSYNC_VALUES)
         if len(operands) >= 2:
             yield operands[-1], True
@@ -75,7 +74,7 @@ def _deletion(inv: Invocation, target: str, recursive: bool) -> Iterator[Finding
             yield finding(
                 "rm-variable",
                 f"deletes {target} recursively: if ${match.group(1)} is empty that is "
-                f"/{target[match.end():]}",
+                f"/{target[match.end() :]}",
             )
 
 
@@ -109,9 +108,7 @@ def _permissions(inv: Invocation) -> Iterator[Finding]:
     for target in targets:
         where = inv.locate(target)
         if where.place is Place.CRITICAL and recursive:
-            yield finding(
-                "permissions-root", f"changes {inv.name} of {where.shown} and everything under it"
-            )
+            yield finding("permissions-root", f"changes {inv.name} of {where.shown} and everything under it")
         elif where.place is Place.CRITICAL or (where.place is Place.OUTSIDE and recursive):
             yield finding(
                 "permissions-outside", f"changes {inv.name} of {where.shown}, outside the workspace"

@@ -37,8 +37,13 @@ _WATCH_VALUES = frozenset({"-n", "--interval", "-q", "--equexit"})
 
 # wrapper -> (its options that take a value, how many operands come before the command)
 _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset("-u -g -h -p -C -D -r -t -U -T --user --group --host --prompt --chdir "
-                       "--role --type --other-user --close-from".split()), 0),
+    "sudo": (
+        frozenset(
+            "-u -g -h -p -C -D -r -t -U -T --user --group --host --prompt --chdir "
+            "--role --type --other-user --close-from".split()
+        ),
+        0,
+    ),
     "doas": (frozenset({"-u", "-C"}), 0),
     "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
     "nice": (frozenset({"-n", "--adjustment"}), 0),
@@ -60,8 +65,13 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "sshpass": (frozenset({"-p", "-f", "-d"}), 0),
     "strace": (frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-O", "-S", "-P"}), 0),
     "ltrace": (frozenset({"-o", "-e", "-p", "-s", "-u"}), 0),
-    "xargs": (frozenset("-I -n -P -d -L -s -a -E --max-args --max-procs --delimiter --arg-file "
-                        "--max-lines --max-chars --replace".split()), 0),
+    "xargs": (
+        frozenset(
+            "-I -n -P -d -L -s -a -E --max-args --max-procs --delimiter --arg-file "
+            "--max-lines --max-chars --replace".split()
+        ),
+        0,
+    ),
 }
 
 
@@ -120,8 +130,11 @@ class Invocation:
                     values.append(self.args[i + 1])
                 elif name.startswith("--") and arg.startswith(name + "="):
                     values.append(arg[len(name) + 1 :])
-                elif len(name) == 2 and not name.startswith("--") and arg.startswith(name) and (
-                    len(arg) > 2 and not arg.startswith("--")
+                elif (
+                    len(name) == 2
+                    and not name.startswith("--")
+                    and arg.startswith(name)
+                    and (len(arg) > 2 and not arg.startswith("--"))
                 ):
                     values.append(arg[2:])
         return values

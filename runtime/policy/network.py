@@ -26,9 +26,7 @@ from runtime.policy.verdict import Finding
 FETCHERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh", "aria2c"})
 _NETCATS = frozenset({"nc", "ncat", "netcat", "telnet"})
 _REMOTE_SHELLS = frozenset({"ssh", "scp", "sftp", "ftp", "lftp", "ssh-copy-id", "mosh"})
-_CURL_BODY = re.compile(
-    r"^(--data(-\w+)?|--form(-string)?|--upload-file|--json)(=|$)|^-[a-zA-Z]*[dFT]"
-)
+_CURL_BODY = re.compile(r"^(--data(-\w+)?|--form(-string)?|--upload-file|--json)(=|$)|^-[a-zA-Z]*[dFT]")
 _WGET_BODY = re.compile(r"^--(post|body)-(data|file)(=|$)")
 _HTTPIE_FIELD = re.compile(r"^[\w.\[\]-]+(:=|==|=|@|:=@|=@)")
 _HTTP_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -60,9 +58,11 @@ def _upload(inv: Invocation) -> Iterator[Finding]:
         sends = any(_WGET_BODY.match(arg) for arg in inv.args)
     elif inv.name in ("http", "https", "xh"):
         operands = inv.operands()
-        sends = inv.has_option("--form", letters="f") or any(
-            op.upper() in _HTTP_WRITE_METHODS for op in operands[:1]
-        ) or any(_HTTPIE_FIELD.match(op) for op in operands[1:])
+        sends = (
+            inv.has_option("--form", letters="f")
+            or any(op.upper() in _HTTP_WRITE_METHODS for op in operands[:1])
+            or any(_HTTPIE_FIELD.match(op) for op in operands[1:])
+        )
     else:
         return
     host = remote_host(inv)

@@ -21,8 +21,18 @@ HOME = "/home/~"  # how the home directory is written in normalised paths
 UNKNOWN_CWD = "?"  # the working directory after `cd -` or `cd $UNSET`
 
 _STREAMS = frozenset(
-    {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdin",
-     "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/ptmx"}
+    {
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/tty",
+        "/dev/ptmx",
+    }
 )
 _STREAM_PREFIXES = ("/dev/fd/", "/dev/pts/", "/proc/self/fd/", "/dev/tcp/", "/dev/udp/")
 _DEVICE = re.compile(
@@ -37,13 +47,31 @@ INFINITE_SOURCES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random", "/dev/
 
 # Credential files, relative to a home directory; a trailing "/" means the whole directory.
 _HOME_SECRETS = (
-    ".ssh/", ".aws/", ".azure/", ".config/gcloud/", ".kube/config", ".docker/config.json",
-    ".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".gnupg/", ".password-store/",
-    ".vault-token", ".config/gh/hosts.yml", ".config/temper/secrets.toml", ".bash_history",
+    ".ssh/",
+    ".aws/",
+    ".azure/",
+    ".config/gcloud/",
+    ".kube/config",
+    ".docker/config.json",
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".gnupg/",
+    ".password-store/",
+    ".vault-token",
+    ".config/gh/hosts.yml",
+    ".config/temper/secrets.toml",
+    ".bash_history",
     ".zsh_history",
 )
 _ABSOLUTE_SECRETS = (
-    "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_", "/run/secrets/",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+    "/etc/ssh/ssh_host_",
+    "/run/secrets/",
     "/var/run/secrets/",
 )
 _PUBLIC_IN_SSH = re.compile(r"(\.pub|known_hosts[^/]*)$")
@@ -76,6 +104,7 @@ class Location:
 
 def expand(word: str, env: dict[str, str]) -> str:
     """`word` with `$HOME`/`~` written as HOME and variables the command set replaced."""
+
     def known(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
         if name == "HOME":

@@ -17,9 +17,33 @@ from runtime.policy.rules import finding
 from runtime.policy.verdict import Finding
 
 _NOT_READING = frozenset(
-    {"ls", "stat", "test", "[", "[[", "mkdir", "touch", "chmod", "chown", "chgrp", "du", "cd",
-     "pushd", "which", "type", "realpath", "dirname", "basename", "readlink", "rm", "rmdir",
-     "unlink", "echo", "printf", "df"}
+    {
+        "ls",
+        "stat",
+        "test",
+        "[",
+        "[[",
+        "mkdir",
+        "touch",
+        "chmod",
+        "chown",
+        "chgrp",
+        "du",
+        "cd",
+        "pushd",
+        "which",
+        "type",
+        "realpath",
+        "dirname",
+        "basename",
+        "readlink",
+        "rm",
+        "rmdir",
+        "unlink",
+        "echo",
+        "printf",
+        "df",
+    }
 )
 _WHOLE_TREE_READERS = frozenset(
     {"tar", "zip", "7z", "cp", "rsync", "scp", "grep", "egrep", "rg", "ag", "ack", "cpio"}
@@ -46,9 +70,7 @@ def _credentials(inv: Invocation) -> Iterator[Finding]:
         what = credential(where)
         if what is not None:
             yield finding("read-credentials", f"reads {what} ({where.shown})")
-        elif where.place is Place.CRITICAL and is_home(where.path) and (
-            inv.name in _WHOLE_TREE_READERS
-        ):
+        elif where.place is Place.CRITICAL and is_home(where.path) and (inv.name in _WHOLE_TREE_READERS):
             yield finding("read-credentials", f"reads the whole home directory {where.shown}")
 
 

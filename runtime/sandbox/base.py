@@ -256,9 +256,7 @@ class Sandbox(ABC):
             try:
                 pure = pure.relative_to(self.workdir)
             except ValueError:
-                raise WorkspacePathError(
-                    f"{path} is not under the workspace {self.workdir}"
-                ) from None
+                raise WorkspacePathError(f"{path} is not under the workspace {self.workdir}") from None
         if not pure.parts or ".." in pure.parts:
             raise WorkspacePathError(f"{path!r} does not name a file inside the workspace")
         workspace = self.workspace.resolve()

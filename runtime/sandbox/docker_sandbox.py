@@ -101,9 +101,7 @@ class DockerSandbox(Sandbox):
                 await asyncio.to_thread(self._restart)
                 done, _ = await asyncio.wait({pump}, timeout=_KILL_GRACE_S)
                 if not done:
-                    raise SandboxError(
-                        f"container {self._container.short_id}: a command outlived a restart"
-                    )
+                    raise SandboxError(f"container {self._container.short_id}: a command outlived a restart")
             pump.result()
         except BaseException:
             await asyncio.shield(asyncio.to_thread(self._restart))
@@ -147,9 +145,7 @@ class DockerSandbox(Sandbox):
                     docker.types.Ulimit(
                         name="fsize", soft=limits.file_size_bytes, hard=limits.file_size_bytes
                     ),
-                    docker.types.Ulimit(
-                        name="nofile", soft=limits.open_files, hard=limits.open_files
-                    ),
+                    docker.types.Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
                     docker.types.Ulimit(name="core", soft=0, hard=0),
                 ],
                 labels={"temper.sandbox": "1"},
@@ -182,9 +178,7 @@ class DockerSandbox(Sandbox):
             self._container.kill()
         except docker.errors.APIError as exc:
             if "is not running" not in str(exc):
-                raise SandboxError(
-                    f"could not kill container {self._container.short_id}: {exc}"
-                ) from exc
+                raise SandboxError(f"could not kill container {self._container.short_id}: {exc}") from exc
         self._container.wait()
         self._container.start()
 

@@ -37,9 +37,7 @@ async def choose_backend(backend: BackendName, options: SandboxOptions) -> type[
     """The class for `backend`; for "auto", the first of docker, bwrap whose probe passes."""
     if backend != "auto":
         if backend not in BACKENDS:
-            raise SandboxUnavailable(
-                f"unknown sandbox backend {backend!r}: use auto, docker, bwrap or local"
-            )
+            raise SandboxUnavailable(f"unknown sandbox backend {backend!r}: use auto, docker, bwrap or local")
         return BACKENDS[backend]
     reasons = []
     for name in _AUTO_ORDER:
@@ -55,9 +53,7 @@ async def choose_backend(backend: BackendName, options: SandboxOptions) -> type[
     )
 
 
-async def _open(
-    backend: BackendName, workspace: WorkspaceState, options: SandboxOptions
-) -> Sandbox:
+async def _open(backend: BackendName, workspace: WorkspaceState, options: SandboxOptions) -> Sandbox:
     sandbox = (await choose_backend(backend, options))(options)
     await sandbox.start(workspace)
     return sandbox
@@ -67,9 +63,7 @@ class SandboxOpening:
     """What `open_sandbox` returns: await it for a started sandbox, or `async with` it to also
     have it stopped at the end of the block."""
 
-    def __init__(
-        self, backend: BackendName, workspace: WorkspaceState, options: SandboxOptions
-    ) -> None:
+    def __init__(self, backend: BackendName, workspace: WorkspaceState, options: SandboxOptions) -> None:
         self._args = (backend, workspace, options)
         self._sandbox: Sandbox | None = None
 

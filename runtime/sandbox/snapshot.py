@@ -24,9 +24,7 @@ from runtime.sandbox.errors import SnapshotError
 _CHUNK = 1 << 20
 # Members are checked by _contained_members; tarfile's own filters (3.11.4+) would also refuse
 # absolute symlinks, which a workspace may legitimately hold.
-_NO_FILTER: dict[str, Any] = (
-    {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
-)
+_NO_FILTER: dict[str, Any] = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
 
 
 @dataclass(frozen=True)
@@ -87,9 +85,7 @@ def restore_snapshot(snapshot: Snapshot, workspace: Path) -> None:
         raise SnapshotError(f"snapshot file {snapshot.path} is missing")
     actual = _sha256(snapshot.path)
     if actual != snapshot.id:
-        raise SnapshotError(
-            f"snapshot {snapshot.path} is corrupt: its sha256 is {actual}, not {snapshot.id}"
-        )
+        raise SnapshotError(f"snapshot {snapshot.path} is corrupt: its sha256 is {actual}, not {snapshot.id}")
     try:
         with tarfile.open(snapshot.path, mode="r") as tar:
             tar.extractall(workspace, members=_contained_members(tar), **_NO_FILTER)

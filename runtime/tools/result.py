@@ -40,4 +40,4 @@ def bound_text(text: str, limit: int) -> tuple[str, int]:
     head = limit // 2
     tail = limit - head
     elided = len(text) - head - tail
-    return f"{text[:head]}\n…[{elided} characters elided]…\n{text[len(text) - tail:]}", elided
+    return f"{text[:head]}\n…[{elided} characters elided]…\n{text[len(text) - tail :]}", elided

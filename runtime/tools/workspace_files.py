@@ -29,8 +29,17 @@ from runtime.tools.result import ToolError
 
 MAX_LIST_ENTRIES = 300
 NOT_EXPANDED = frozenset(
-    {".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache",
-     ".ruff_cache", ".tox"}
+    {
+        ".git",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+    }
 )
 _BINARY_SNIFF_BYTES = 8192
 

@@ -28,19 +28,25 @@ def test_the_planner_stands_in_for_the_executor_by_default(tmp_path: Path) -> No
 
 
 def test_without_the_executor_the_planner_gets_a_shell(tmp_path: Path) -> None:
-    assembled = build_agent(config_at(tmp_path, "[executor]\nenabled = false\n"), {"OPENAI_API_KEY": "sk-test-0123456789"})
+    assembled = build_agent(
+        config_at(tmp_path, "[executor]\nenabled = false\n"), {"OPENAI_API_KEY": "sk-test-0123456789"}
+    )
     assert assembled.agent.toolbox.names[-1] == "shell" and assembled.agent.terminal is None
     assembled.store.close()
 
 
 def test_an_openai_executor_needs_a_server(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="models.executor.api_base"):
-        build_agent(config_at(tmp_path, '[executor]\nbackend = "openai"\n'), {"OPENAI_API_KEY": "sk-test-0123456789"})
+        build_agent(
+            config_at(tmp_path, '[executor]\nbackend = "openai"\n'), {"OPENAI_API_KEY": "sk-test-0123456789"}
+        )
 
 
 def test_a_local_executor_takes_over_once_its_held_out_success_is_enough(tmp_path: Path) -> None:
     model_dir = build_tiny_model(tmp_path / "tiny", seed=2)
-    config = config_at(tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\nthreshold = 0.5\n')
+    config = config_at(
+        tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\nthreshold = 0.5\n'
+    )
     assembled = build_agent(config, {"OPENAI_API_KEY": "sk-test-0123456789"})
     terminal = assembled.agent.terminal
     assert isinstance(terminal.model, LocalBackend)
@@ -48,8 +54,17 @@ def test_a_local_executor_takes_over_once_its_held_out_success_is_enough(tmp_pat
     store = assembled.store
     for reward in (1.0, 0.0, 1.0):  # held-out episodes the local model ran: mean 0.67
         episode = store.start_executor_episode("task", split="heldout")
-        store.record_call(episode, StoredCall(role="executor", model=terminal.model.model.name, prompt_ids=[1, 2],
-                                              completion_ids=[3], completion_logprobs=[-0.5], finish_reason="stop"))
+        store.record_call(
+            episode,
+            StoredCall(
+                role="executor",
+                model=terminal.model.model.name,
+                prompt_ids=[1, 2],
+                completion_ids=[3],
+                completion_logprobs=[-0.5],
+                finish_reason="stop",
+            ),
+        )
         store.record_reward(episode, reward, "verifier", "check")
     assert terminal.route().backend is terminal.model
     store.close()
@@ -59,8 +74,18 @@ def test_configured_secrets_are_redacted_from_trajectories(tmp_path: Path) -> No
     assembled = build_agent(config_at(tmp_path, ""), {"OPENAI_API_KEY": "sk-test-0123456789"})
     store = assembled.store
     episode = store.start_executor_episode("use the key")
-    store.record_call(episode, StoredCall(role="planner", model="m", prompt_ids=[], completion_ids=[], completion_logprobs=[],
-                                          finish_reason="stop", text="the key is sk-test-0123456789"))
+    store.record_call(
+        episode,
+        StoredCall(
+            role="planner",
+            model="m",
+            prompt_ids=[],
+            completion_ids=[],
+            completion_logprobs=[],
+            finish_reason="stop",
+            text="the key is sk-test-0123456789",
+        ),
+    )
     [call] = store.calls(episode)
     assert "sk-test-0123456789" not in call.text
     assert store.executor_episode(episode).contains_secret

@@ -34,7 +34,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config = tmp_path / "config.toml"
     # The planner gets the one-command shell here (no executor sub-agent): one scripted reply
     # per tool call keeps these tests about the chat, not the executor.
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n\n[sandbox]\nbackend = "local"\n\n[executor]\nenabled = false\n')
+    config.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n\n[sandbox]\nbackend = "local"\n\n[executor]\nenabled = false\n'
+    )
     monkeypatch.setenv("TEMPER_CONFIG", str(config))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
@@ -113,7 +115,9 @@ def test_one_shot_without_a_terminal_declines_approvals_unless_yes(home: Path, s
     declined = invoke("-m", "read my key", *planner(server))
 
     assert declined.exit_code == 0, declined.output
-    assert f"? approve: {SECRET_READ}" in declined.stderr and "declined (no terminal to ask" in declined.stderr
+    assert (
+        f"? approve: {SECRET_READ}" in declined.stderr and "declined (no terminal to ask" in declined.stderr
+    )
     assert "operator declined" in server.requests[-1]["messages"][-1]["content"]
 
     server.enqueue(tool_calls=[{"name": "shell", "arguments": {"command": SECRET_READ}}])

@@ -42,10 +42,7 @@ def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 def test_importing_the_cli_loads_nothing_heavy() -> None:
-    code = (
-        "import json, sys, connectors.cli; "
-        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
-    )
+    code = f"import json, sys, connectors.cli; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert json.loads(done.stdout) == []
@@ -113,9 +110,7 @@ def test_init_honours_the_config_option(dirs: dict[str, Path], tmp_path: Path) -
     assert not dirs["config"].exists()
 
 
-def test_a_broken_config_stops_a_command_with_its_problems(
-    dirs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_a_broken_config_stops_a_command_with_its_problems(dirs: dict[str, Path], tmp_path: Path) -> None:
     config_file = tmp_path / "bad.toml"
     config_file.write_text("[memroy]\n")
 

@@ -37,9 +37,7 @@ def write(path: Path, text: str, mode: int = 0o644) -> Path:
     return path
 
 
-def problems_of(
-    config_text: str, tmp_path: Path, environ: dict[str, str] | None = None
-) -> list[str]:
+def problems_of(config_text: str, tmp_path: Path, environ: dict[str, str] | None = None) -> list[str]:
     path = write(tmp_path / "config.toml", config_text)
     with pytest.raises(ConfigError) as caught:
         load_config(path, environ or {})
@@ -131,9 +129,7 @@ def test_file_values_paths_and_slot_defaults(tmp_path: Path) -> None:
 
 def test_home_and_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    path = write(
-        tmp_path / "c.toml", f'data_dir = "~/d"\n[memory]\ndb_path = "{tmp_path}/abs.db"\n'
-    )
+    path = write(tmp_path / "c.toml", f'data_dir = "~/d"\n[memory]\ndb_path = "{tmp_path}/abs.db"\n')
 
     config = load_config(path, {})
 
@@ -239,18 +235,12 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     problems = problems_of('[sandbox]\ntimeout_s = 0\nnetwork = "maybe"\n[memroy]\n', tmp_path)
 
     assert len(problems) == 3
-    assert any(
-        p.startswith("sandbox.timeout_s: must be a number of seconds above 0") for p in problems
-    )
-    assert any(
-        p.startswith("sandbox.network: must be true or false, got 'maybe'") for p in problems
-    )
+    assert any(p.startswith("sandbox.timeout_s: must be a number of seconds above 0") for p in problems)
+    assert any(p.startswith("sandbox.network: must be true or false, got 'maybe'") for p in problems)
 
 
 def test_error_names_the_environment_variable(tmp_path: Path) -> None:
-    problems = problems_of(
-        "", tmp_path, {"TEMPER_SANDBOX__TIMEOUT_S": "soon", "TEMPER_NOPE__X": "1"}
-    )
+    problems = problems_of("", tmp_path, {"TEMPER_SANDBOX__TIMEOUT_S": "soon", "TEMPER_NOPE__X": "1"})
 
     assert (
         "sandbox.timeout_s: must be a number of seconds above 0 and at most 86400, got 'soon' "
@@ -335,9 +325,7 @@ def test_api_key_precedence(tmp_path: Path) -> None:
 
 
 def test_secrets_path_from_option_and_environment(tmp_path: Path) -> None:
-    secrets = write(
-        tmp_path / "s" / "mine.toml", '[telegram]\nbot_token = "tok-abcdefghijkl"\n', mode=0o600
-    )
+    secrets = write(tmp_path / "s" / "mine.toml", '[telegram]\nbot_token = "tok-abcdefghijkl"\n', mode=0o600)
 
     for config in (
         load_config(environ={}, secrets_path=secrets),
@@ -391,9 +379,7 @@ def test_non_secret_in_secrets_file_is_refused(tmp_path: Path) -> None:
 def test_a_key_pasted_into_api_key_env_is_masked_in_the_error(tmp_path: Path) -> None:
     problems = problems_of(f'[models.planner]\napi_key_env = "{SECRET}"\n', tmp_path)
 
-    assert problems[0].startswith(
-        "models.planner.api_key_env: must be the name of an environment variable"
-    )
+    assert problems[0].startswith("models.planner.api_key_env: must be the name of an environment variable")
     assert SECRET not in problems[0] and mask(SECRET) in problems[0]
 
 
@@ -483,7 +469,11 @@ listen_port = 65535
 def test_daemon_settings_come_from_the_environment(tmp_path: Path) -> None:
     config = load_config(
         write(tmp_path / "config.toml", "[daemon]\nconcurrency = 2\n"),
-        {"TEMPER_DAEMON__CONCURRENCY": "16", "TEMPER_TELEGRAM__ALLOWED_USERS": "[7]", "TEMPER_SLACK__MODE": "http"},
+        {
+            "TEMPER_DAEMON__CONCURRENCY": "16",
+            "TEMPER_TELEGRAM__ALLOWED_USERS": "[7]",
+            "TEMPER_SLACK__MODE": "http",
+        },
     )
 
     assert (config.daemon.concurrency, config.telegram.allowed_users, config.slack.mode) == (16, [7], "http")
@@ -493,8 +483,14 @@ def test_daemon_settings_come_from_the_environment(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         ("[daemon]\nconcurrency = 0\n", "daemon.concurrency: must be a whole number from 1 to 256, got 0"),
-        ('[daemon]\nconcurrency = "four"\n', "daemon.concurrency: must be a whole number from 1 to 256, got 'four'"),
-        ("[daemon]\ndrain_timeout_s = -1\n", "daemon.drain_timeout_s: must be a number of seconds from 0 to 3600, got -1"),
+        (
+            '[daemon]\nconcurrency = "four"\n',
+            "daemon.concurrency: must be a whole number from 1 to 256, got 'four'",
+        ),
+        (
+            "[daemon]\ndrain_timeout_s = -1\n",
+            "daemon.drain_timeout_s: must be a number of seconds from 0 to 3600, got -1",
+        ),
         (
             "[daemon]\napproval_timeout_s = 0\n",
             "daemon.approval_timeout_s: must be a number of seconds above 0 and at most 86400, got 0",
@@ -521,11 +517,23 @@ def test_daemon_settings_come_from_the_environment(tmp_path: Path) -> None:
             "[daemon]\ninbox_retention_days = 0\n",
             "daemon.inbox_retention_days: must be a number of days above 0 and at most 3650, got 0",
         ),
-        ("[daemon]\nworkers = 4\n", "daemon: unknown key 'workers' (known keys: approval_timeout_s, concurrency,"),
+        (
+            "[daemon]\nworkers = 4\n",
+            "daemon: unknown key 'workers' (known keys: approval_timeout_s, concurrency,",
+        ),
         ('[telegram]\nmode = "push"\n', "telegram.mode: must be 'polling' or 'webhook', got 'push' (set in"),
-        ('[telegram]\nmode = "poling"\n', "telegram.mode: must be 'polling' or 'webhook', got 'poling' (did you mean 'polling'?)"),
-        ("[telegram]\npoll_timeout_s = 0\n", "telegram.poll_timeout_s: must be a whole number of seconds from 1 to 300, got 0"),
-        ("[telegram]\nlisten_port = 70000\n", "telegram.listen_port: must be a port number from 0 to 65535 (0: any free port), got 70000"),
+        (
+            '[telegram]\nmode = "poling"\n',
+            "telegram.mode: must be 'polling' or 'webhook', got 'poling' (did you mean 'polling'?)",
+        ),
+        (
+            "[telegram]\npoll_timeout_s = 0\n",
+            "telegram.poll_timeout_s: must be a whole number of seconds from 1 to 300, got 0",
+        ),
+        (
+            "[telegram]\nlisten_port = 70000\n",
+            "telegram.listen_port: must be a port number from 0 to 65535 (0: any free port), got 70000",
+        ),
         (
             '[telegram]\nbase_url = "api.telegram.org"\n',
             "telegram.base_url: must be a URL starting with http:// or https://",
@@ -534,13 +542,21 @@ def test_daemon_settings_come_from_the_environment(tmp_path: Path) -> None:
             '[telegram]\nenabled = true\nmode = "webhook"\n',
             "telegram.webhook_url: must be the public https URL Telegram posts updates to",
         ),
-        ('[slack]\nmode = "websocket"\n', "slack.mode: must be 'socket' or 'http', got 'websocket' (did you mean 'socket'?)"),
-        ("[slack]\nallowed_users = [123]\n", "slack.allowed_users[0]: must be a list of Slack member ids like ['U012AB3CD'], got 123"),
+        (
+            '[slack]\nmode = "websocket"\n',
+            "slack.mode: must be 'socket' or 'http', got 'websocket' (did you mean 'socket'?)",
+        ),
+        (
+            "[slack]\nallowed_users = [123]\n",
+            "slack.allowed_users[0]: must be a list of Slack member ids like ['U012AB3CD'], got 123",
+        ),
         ('[slack]\nlisten_host = ""\n', "slack.listen_host: must be a host name or IP address, got ''"),
         ('[slack]\nenabled = "sometimes"\n', "slack.enabled: must be true or false, got 'sometimes'"),
     ],
 )
-def test_a_bad_daemon_or_channel_value_says_what_is_expected(text: str, expected: str, tmp_path: Path) -> None:
+def test_a_bad_daemon_or_channel_value_says_what_is_expected(
+    text: str, expected: str, tmp_path: Path
+) -> None:
     problems = problems_of(text, tmp_path)
 
     assert len(problems) == 1

@@ -46,9 +46,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def config_file(tmp_path: Path, server: FakeOpenAI) -> Path:
     path = tmp_path / "config.toml"
-    path.write_text(
-        base_config(tmp_path / "data", server.base_url)
-    )
+    path.write_text(base_config(tmp_path / "data", server.base_url))
     return path
 
 
@@ -96,7 +94,9 @@ def inbox_statuses(config: Config) -> list[str]:
 # --- messages in, replies out -------------------------------------------------------------------
 
 
-async def test_a_message_gets_one_reply(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_a_message_gets_one_reply(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     let_in(config, "ana")
     server.enqueue(text="Hello Ana!", delay=0.2)
     async with running(daemon_for(config, platform)):
@@ -112,7 +112,9 @@ async def test_a_message_gets_one_reply(config: Config, platform: LoopbackPlatfo
     assert report["queue"]["pending"] == 0 and "memory-maintenance" in report["jobs"]
 
 
-async def test_a_repeated_delivery_gets_no_second_reply(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_a_repeated_delivery_gets_no_second_reply(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     let_in(config, "ana")
     server.enqueue(text="once")
     async with running(daemon_for(config, platform)):
@@ -125,7 +127,9 @@ async def test_a_repeated_delivery_gets_no_second_reply(config: Config, platform
     assert len(server.requests) == 1 and inbox_statuses(config) == ["done"]
 
 
-async def test_one_session_in_order_sessions_side_by_side(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_one_session_in_order_sessions_side_by_side(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     let_in(config, "ana", "bo")
     for _ in range(4):
         server.enqueue(text="ok", delay=0.3)
@@ -144,7 +148,9 @@ async def test_one_session_in_order_sessions_side_by_side(config: Config, platfo
     assert [m["content"] for m in a3 if m["role"] != "system"] == ["a1", "ok", "a2", "ok", "a3"]
 
 
-async def test_a_failed_model_call_gets_an_apology(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_a_failed_model_call_gets_an_apology(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     let_in(config, "ana")
     server.enqueue(error=400, message="the model is not loaded")
     async with running(daemon_for(config, platform)):
@@ -200,13 +206,18 @@ async def test_approvals_by_button(config: Config, platform: LoopbackPlatform, s
         platform.press("ana", approval_id, "yes")
         await until(lambda: len(platform.sent()) == 3)
     notes = {s.text for s in platform.sent()[:2]}
-    assert notes == {"Only the person who asked me can answer that.", "That approval has expired or was already answered."}
+    assert notes == {
+        "Only the person who asked me can answer that.",
+        "That approval has expired or was already answered.",
+    }
     assert platform.sent()[2].text == "Ran it."
     tool_result = server.requests[1]["messages"][-1]
     assert tool_result["role"] == "tool" and "operator declined" not in tool_result["content"]
 
 
-async def test_an_unanswered_approval_is_declined(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_an_unanswered_approval_is_declined(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     let_in(config, "ana")
     server.enqueue(tool_calls=[{"name": "shell", "arguments": {"command": SECRET_READ}}])
     server.enqueue(text="Declined, fine.")
@@ -239,7 +250,9 @@ async def test_a_reaction_rewards_the_episode_of_the_reacted_to_reply(
     assert rewards == [("q1", 0.0, "user"), ("q2", None, None)]
 
 
-async def test_good_and_bad_rate_the_latest_answer(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_good_and_bad_rate_the_latest_answer(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     let_in(config, "ana")
     server.enqueue(text="an answer")
     async with running(daemon_for(config, platform)):
@@ -295,7 +308,9 @@ async def test_a_failing_channel_is_restarted_while_another_keeps_working(
     assert states["other"]["restarts"] == supervisor.restarts and states["loopback"]["restarts"] == 0
 
 
-async def test_a_channel_that_does_not_exist_fails_alone(config: Config, platform: LoopbackPlatform, server: FakeOpenAI) -> None:
+async def test_a_channel_that_does_not_exist_fails_alone(
+    config: Config, platform: LoopbackPlatform, server: FakeOpenAI
+) -> None:
     enabled = config.model_copy(update={"telegram": config.telegram.model_copy(update={"enabled": True})})
     daemon = Daemon(enabled, channels=None, settings=FAST, environ={})
     async with running(daemon):
@@ -303,7 +318,9 @@ async def test_a_channel_that_does_not_exist_fails_alone(config: Config, platfor
     assert "no bot token" in daemon.supervisors["telegram"].last_error
 
 
-async def test_a_second_daemon_on_the_same_data_dir_is_refused(config: Config, platform: LoopbackPlatform) -> None:
+async def test_a_second_daemon_on_the_same_data_dir_is_refused(
+    config: Config, platform: LoopbackPlatform
+) -> None:
     async with running(daemon_for(config, platform)):
         with pytest.raises(DaemonError, match="another temper daemon"):
             await daemon_for(config, platform).serve()
@@ -320,17 +337,24 @@ async def test_a_reply_recorded_before_a_crash_is_sent_once_without_a_new_turn(
         for n in (1, 2):
             asked = Inbound("loopback", "c-ana", "ana", f"question {n}", platform_message_id=f"m-{n}")
             encoded = encode(asked)
-            item = store.add_inbox_item("loopback", encoded.event_id, encoded.kind, encoded.lane, encoded.payload)
+            item = store.add_inbox_item(
+                "loopback", encoded.event_id, encoded.kind, encoded.lane, encoded.payload
+            )
             replies.append(store.add_reply(
                 item, platform="loopback", chat_id="c-ana", thread_id="", reply_to=f"m-{n}",
                 text=f"recorded answer {n}", episode_id=None,
             ))  # fmt: skip
     earlier = LoopbackChannel(platform.path)  # the crashed daemon's channel got the second one out
     await earlier.start(lambda item: asyncio.sleep(0))
-    await earlier.send(Outgoing("c-ana", "recorded answer 2", reply_to="m-2", idempotency_key=replies[1].idempotency_key))
+    await earlier.send(
+        Outgoing("c-ana", "recorded answer 2", reply_to="m-2", idempotency_key=replies[1].idempotency_key)
+    )
     await earlier.stop()
 
     async with running(daemon_for(config, platform)):
         await until(lambda: "pending" not in inbox_statuses(config))
-    assert [(s.reply_to, s.text) for s in platform.sent()] == [("m-2", "recorded answer 2"), ("m-1", "recorded answer 1")]
+    assert [(s.reply_to, s.text) for s in platform.sent()] == [
+        ("m-2", "recorded answer 2"),
+        ("m-1", "recorded answer 1"),
+    ]
     assert server.requests == [] and inbox_statuses(config) == ["done", "done"]

@@ -109,16 +109,24 @@ async def test_sigkill_with_500_messages_in_flight_then_each_gets_exactly_one_re
                 daemon.start()
                 await until(daemon, lambda: telegram.offsets and slack.live_sockets(), "both channels up")
                 asked = await write_500_messages(telegram, slack)
-                await until(daemon, lambda: len(telegram.sent) + len(slack.posted) >= MESSAGES // 3, "a third answered")
+                await until(
+                    daemon,
+                    lambda: len(telegram.sent) + len(slack.posted) >= MESSAGES // 3,
+                    "a third answered",
+                )
                 daemon.kill()
                 killed_at = time.time()
                 await asyncio.sleep(0.3)  # requests the fakes had read in full before the kill land
                 at_kill = (len(telegram.sent), len(slack.posted))
-                assert max(at_kill) < MESSAGES // 2, f"the kill came too late to test anything: {at_kill} answered"
+                assert max(at_kill) < MESSAGES // 2, (
+                    f"the kill came too late to test anything: {at_kill} answered"
+                )
 
                 restarted_at = time.time()
                 daemon.start()
-                await until(daemon, lambda: slack.connections == 2 and slack.live_sockets(), "Slack reconnected")
+                await until(
+                    daemon, lambda: slack.connections == 2 and slack.live_sockets(), "Slack reconnected"
+                )
                 for envelope in list(slack.envelopes):  # what the dead daemon never acknowledged
                     if envelope["envelope_id"] not in slack.acks:
                         await slack.redeliver(envelope["envelope_id"])
@@ -149,7 +157,9 @@ def replies_seen(telegram: FakeTelegram, slack: FakeSlack) -> set[str]:
     return {sent["text"] for sent in telegram.sent} | {post["text"] for post in slack.posted}
 
 
-async def until(daemon: DaemonProcess, condition: Callable[[], object], what: str, timeout_s: float = 90.0) -> None:
+async def until(
+    daemon: DaemonProcess, condition: Callable[[], object], what: str, timeout_s: float = 90.0
+) -> None:
     await asyncio.to_thread(daemon.wait_for, condition, timeout_s, what)
 
 
@@ -173,8 +183,12 @@ async def write_500_messages(telegram: FakeTelegram, slack: FakeSlack) -> dict[s
 def telegram_received(sent: list[dict[str, Any]], before_kill: int) -> list[Received]:
     return [
         Received(
-            "telegram", str(message["chat_id"]), f"{message['chat_id']}:{message['message_id']}", message["text"],
-            index < before_kill, f"{message['chat_id']}:{message['reply_parameters']['message_id']}",
+            "telegram",
+            str(message["chat_id"]),
+            f"{message['chat_id']}:{message['message_id']}",
+            message["text"],
+            index < before_kill,
+            f"{message['chat_id']}:{message['reply_parameters']['message_id']}",
         )  # fmt: skip
         for index, message in enumerate(sent)
     ]
@@ -182,7 +196,9 @@ def telegram_received(sent: list[dict[str, Any]], before_kill: int) -> list[Rece
 
 def slack_received(posted: list[dict[str, Any]], before_kill: int) -> list[Received]:
     return [
-        Received("slack", post["channel"], f"{post['channel']}:{post['ts']}", post["text"], index < before_kill)
+        Received(
+            "slack", post["channel"], f"{post['channel']}:{post['ts']}", post["text"], index < before_kill
+        )
         for index, post in enumerate(posted)
     ]
 
@@ -202,9 +218,13 @@ def crash_window_repeats(
     accepting the send and the daemon's commit (see the module docstring)."""
     repeats = []
     for record in records:
-        if not (record.created_at < killed_at and record.sent_at is not None and record.sent_at > restarted_at):
+        if not (
+            record.created_at < killed_at and record.sent_at is not None and record.sent_at > restarted_at
+        ):
             continue
-        copies = [r for r in received if (r.platform, r.chat, r.text) == (record.platform, record.chat, record.text)]
+        copies = [
+            r for r in received if (r.platform, r.chat, r.text) == (record.platform, record.chat, record.text)
+        ]
         if len(copies) == 2 and copies[0].before_kill and not copies[1].before_kill:
             if copies[1].message_id in record.sent_as and copies[0].message_id not in record.sent_as:
                 repeats.append(copies[0])

@@ -63,7 +63,13 @@ def test_install_system_writes_a_hardened_unit_for_a_dedicated_user(home: Path) 
     for line in ("User=bot", "StateDirectory=temper", "ProtectSystem=strict", "NoNewPrivileges=true",
                  "--config /etc/temper/config.toml daemon", "WantedBy=multi-user.target"):  # fmt: skip
         assert line in unit
-    for breaks_bwrap in ("RestrictNamespaces", "PrivateUsers", "ProtectKernelTunables", "ProtectProc", "SystemCallFilter"):
+    for breaks_bwrap in (
+        "RestrictNamespaces",
+        "PrivateUsers",
+        "ProtectKernelTunables",
+        "ProtectProc",
+        "SystemCallFilter",
+    ):
         assert f"\n{breaks_bwrap}=" not in unit
     assert "useradd --system" in done.stdout and "systemctl enable --now temper" in done.stdout
 
@@ -106,11 +112,17 @@ def test_status_reads_the_daemons_report(home: Path) -> None:
     lines = temper(home, "status").stdout.splitlines()
     assert lines[0].startswith(f"daemon:    running (pid {os.getpid()}, up 1 h 1 min")
     assert lines[1].startswith("telegram:  running (since")
-    assert lines[2].startswith("slack:     backoff: socket closed (since") and lines[2].endswith("restarts 3)")
-    assert lines[3] == "queue:     0 pending, 0 failed, 1 in flight, 0 approvals open"  # pending from the database
+    assert lines[2].startswith("slack:     backoff: socket closed (since") and lines[2].endswith(
+        "restarts 3)"
+    )
+    assert (
+        lines[3] == "queue:     0 pending, 0 failed, 1 in flight, 0 approvals open"
+    )  # pending from the database
     assert "ok: 4 steps in 0.20 s; next 2026-12-06 04:00 (0 4 * * 0)" in lines[4]
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     report.pid = int(dead.stdout)
     write_report(home / "data" / STATUS_FILE, report)
     assert temper(home, "status").stdout.startswith("daemon:    not running (last seen ")
@@ -121,7 +133,9 @@ def test_status_reads_the_daemons_report(home: Path) -> None:
 
 def test_pairing_list_approve_grant_revoke(home: Path) -> None:
     with store(home) as opened:
-        code = opened.issue_pairing_code("telegram", "123", "123", "Ana", ttl_s=3600, per_user_per_day=3, max_pending=20)
+        code = opened.issue_pairing_code(
+            "telegram", "123", "123", "Ana", ttl_s=3600, per_user_per_day=3, max_pending=20
+        )
     listed = temper(home, "pairing", "list")
     assert f"  {code.display}  telegram:123 (Ana)  expires " in listed.stdout
     assert "let in: nobody yet" in listed.stdout

@@ -43,9 +43,7 @@ DAEMON = textwrap.dedent(
 @pytest.fixture
 def config_file(tmp_path: Path, server: FakeOpenAI) -> Path:
     path = tmp_path / "config.toml"
-    path.write_text(
-        base_config(tmp_path / "data", server.base_url)
-    )
+    path.write_text(base_config(tmp_path / "data", server.base_url))
     return path
 
 
@@ -68,7 +66,9 @@ def start(config_file: Path, platform: LoopbackPlatform, drain_s: float = 10.0) 
     )
 
 
-def wait_for(condition: Callable[[], object], process: subprocess.Popen[str], timeout_s: float = 60.0) -> None:
+def wait_for(
+    condition: Callable[[], object], process: subprocess.Popen[str], timeout_s: float = 60.0
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if process.poll() is not None:
@@ -98,7 +98,10 @@ def test_killed_mid_way_and_restarted_every_message_gets_exactly_one_reply(
     let_in(tmp_path, *users)
     for _ in range(300):  # more than 100: turns cut short by the kill ask the model again
         server.enqueue(text="noted", delay=0.02)
-    asked = {platform.say(users[n % 10], f"message {n}", message_id=f"m-{n:03d}"): users[n % 10] for n in range(100)}
+    asked = {
+        platform.say(users[n % 10], f"message {n}", message_id=f"m-{n:03d}"): users[n % 10]
+        for n in range(100)
+    }
 
     first = start(config_file, platform)
     wait_for(lambda: len(platform.sent()) >= 30, first)

@@ -44,7 +44,7 @@ def slack_config(tmp_path: Path, server: FakeOpenAI, slack: FakeSlack, slack_tab
     path = tmp_path / "config.toml"
     path.write_text(
         base_config(tmp_path / "data", server.base_url)
-        + f'[daemon]\ndrain_timeout_s = 5\napproval_timeout_s = 30\n'
+        + f"[daemon]\ndrain_timeout_s = 5\napproval_timeout_s = 30\n"
         f'[slack]\nenabled = true\nallowed_users = ["{ALICE}"]\nbase_url = "{slack.base_url}"\n{slack_table}'
     )
     secrets = {
@@ -58,7 +58,9 @@ def slack_config(tmp_path: Path, server: FakeOpenAI, slack: FakeSlack, slack_tab
 async def serving(config: Config) -> tuple[Daemon, asyncio.Task[int]]:
     daemon = Daemon(config, environ={})  # the channels and the settings come from the config
     task = asyncio.create_task(daemon.serve())
-    await until(lambda: daemon.supervisors.get("slack") is not None and daemon.supervisors["slack"].state == "running")
+    await until(
+        lambda: daemon.supervisors.get("slack") is not None and daemon.supervisors["slack"].state == "running"
+    )
     return daemon, task
 
 
@@ -129,7 +131,9 @@ async def test_http_mode_refuses_forged_replayed_and_malformed_requests_and_keep
     assert [post["text"] for post in slack.posted] == ["First answer.", "Still here."]
     assert len(server.requests) == 2  # nothing refused reached the model
     with MemoryStore.open(config.memory.db_path) as store:
-        texts = [row[0] for row in store.db.execute("select content from messages where role = 'user' order by id")]
+        texts = [
+            row[0] for row in store.db.execute("select content from messages where role = 'user' order by id")
+        ]
     assert texts == ["first", "second"]
 
 
@@ -163,7 +167,9 @@ async def test_messages_that_reach_a_fresh_slack_connection_keep_their_order(
             daemon.should_exit = True
             assert await task == 0
     with MemoryStore.open(config.memory.db_path) as store:
-        texts = [row[0] for row in store.db.execute("select content from messages where role = 'user' order by id")]
+        texts = [
+            row[0] for row in store.db.execute("select content from messages where role = 'user' order by id")
+        ]
     assert texts == ["first", "second"]
 
 

@@ -40,8 +40,7 @@ def telegram() -> Iterator[FakeTelegram]:
 def config(tmp_path: Path, server: FakeOpenAI) -> Config:
     path = tmp_path / "config.toml"
     path.write_text(
-        base_config(tmp_path / "data", server.base_url)
-        + f'[telegram]\nenabled = true\nallowed_users = [7]\n'
+        base_config(tmp_path / "data", server.base_url) + f"[telegram]\nenabled = true\nallowed_users = [7]\n"
     )
     return load_config(path, environ={})
 

@@ -42,9 +42,7 @@ def serve(respond: Callable[[str], tuple[int, object]]) -> Iterator[FakeServer]:
             status, body = respond(self.path)
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header(
-                "Content-Type", "text/plain" if isinstance(body, str) else "application/json"
-            )
+            self.send_header("Content-Type", "text/plain" if isinstance(body, str) else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -167,9 +165,7 @@ def test_model_endpoint_problems_are_warnings(
     machine: Path, status: int, body: object, expected: str
 ) -> None:
     with serve(lambda path: (status, body)) as server:
-        report = doctor(
-            machine, f'[models.judge]\nmodel = "ollama/qwen3:8b"\napi_base = "{server.url}/v1"\n'
-        )
+        report = doctor(machine, f'[models.judge]\nmodel = "ollama/qwen3:8b"\napi_base = "{server.url}/v1"\n')
 
     assert report.lines["models.judge.api_base"] == ("warn", f"{server.url}{expected}")
 
@@ -249,9 +245,7 @@ def fake_bwrap(directory: Path, script: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(("backend", "status"), [("auto", "warn"), ("bwrap", "fail")])
 def test_bwrap_that_cannot_create_namespaces(machine: Path, backend: str, status: str) -> None:
-    env = fake_bwrap(
-        machine / "bin", 'echo "bwrap: No permissions to create new namespace" >&2; exit 1'
-    )
+    env = fake_bwrap(machine / "bin", 'echo "bwrap: No permissions to create new namespace" >&2; exit 1')
 
     report = doctor(machine, f'[sandbox]\nbackend = "{backend}"\n', env=env)
 

@@ -43,7 +43,9 @@ def promote_two(data_dir: Path, tmp_path: Path) -> None:
     versions = ExecutorVersions(data_dir)
     first = VersionMeta("/models/tiny", "sha256:" + "ab" * 32, training={"episodes": 64})
     promote(versions, adapter(tmp_path / "a"), first)
-    second = VersionMeta("/models/tiny", "sha256:" + "ab" * 32, parent="v1", gate=GATE, training={"episodes": 96})
+    second = VersionMeta(
+        "/models/tiny", "sha256:" + "ab" * 32, parent="v1", gate=GATE, training={"episodes": 96}
+    )
     promote(versions, adapter(tmp_path / "b"), second)
 
 
@@ -84,7 +86,9 @@ def test_versions_lists_them_oldest_first_marking_the_current(data_dir: Path, tm
     assert [(v["name"], v["current"]) for v in listed] == [("v1", False), ("v2", True)]
 
 
-def test_rollback_moves_the_pointer_and_says_how_the_daemon_picks_it_up(data_dir: Path, tmp_path: Path) -> None:
+def test_rollback_moves_the_pointer_and_says_how_the_daemon_picks_it_up(
+    data_dir: Path, tmp_path: Path
+) -> None:
     promote_two(data_dir, tmp_path)
     code, out, _ = run("rollback")
     assert code == 0

@@ -30,7 +30,15 @@ def test_learn_needs_a_local_executor(tmp_path: Path) -> None:
 
 def test_learn_now_runs_a_cycle_and_reports(tmp_path: Path) -> None:
     model_dir = build_tiny_model(tmp_path / "tiny", seed=3)
-    done = run(tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\n', "--now", "--iterations", "1", "--per-family", "2")
+    done = run(
+        tmp_path,
+        f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\n',
+        "--now",
+        "--iterations",
+        "1",
+        "--per-family",
+        "2",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "iteration 0" in done.stdout
     reports = list((tmp_path / "data" / "learner" / "reports").glob("cycle-*/summary.txt"))
@@ -47,7 +55,9 @@ def test_the_daemon_schedules_the_cycle_only_for_a_local_executor(tmp_path: Path
     plain = tmp_path / "plain.toml"
     plain.write_text(f'data_dir = "{tmp_path / "data"}"\n')
     local = tmp_path / "local.toml"
-    local.write_text(f'data_dir = "{tmp_path / "data"}"\n[executor]\nbackend = "local"\nmodel_dir = "{tmp_path}"\n')
+    local.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n[executor]\nbackend = "local"\nmodel_dir = "{tmp_path}"\n'
+    )
     nightly = Cron.parse("0 3 * * *")
     assert learner_job(load_config(plain, env), None, nightly) is None
     job = learner_job(load_config(local, env), None, nightly)

@@ -12,9 +12,30 @@ from typer.testing import CliRunner
 from connectors.cli import app
 
 LINES = [
-    {"id": "m1", "session": "s1", "user": "ana", "role": "user", "content": "My sister just moved to Lisbon", "ts": "2026-09-01T10:00:00Z"},
-    {"id": "m2", "session": "s1", "user": "ana", "role": "assistant", "content": "Lisbon is lovely in autumn", "ts": "2026-09-01T10:00:05Z"},
-    {"id": "m3", "session": "s2", "user": "bo", "role": "user", "content": "My sister moved to Berlin", "ts": 1788000000},
+    {
+        "id": "m1",
+        "session": "s1",
+        "user": "ana",
+        "role": "user",
+        "content": "My sister just moved to Lisbon",
+        "ts": "2026-09-01T10:00:00Z",
+    },
+    {
+        "id": "m2",
+        "session": "s1",
+        "user": "ana",
+        "role": "assistant",
+        "content": "Lisbon is lovely in autumn",
+        "ts": "2026-09-01T10:00:05Z",
+    },
+    {
+        "id": "m3",
+        "session": "s2",
+        "user": "bo",
+        "role": "user",
+        "content": "My sister moved to Berlin",
+        "ts": 1788000000,
+    },
 ]
 
 
@@ -50,13 +71,27 @@ def test_search_json_shape(runner: CliRunner, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     hits = json.loads(result.stdout)
     assert [h["external_id"] for h in hits] == ["m1"]
-    assert set(hits[0]) == {"id", "external_id", "session", "user", "role", "content", "ts", "score", "snippet"}
+    assert set(hits[0]) == {
+        "id",
+        "external_id",
+        "session",
+        "user",
+        "role",
+        "content",
+        "ts",
+        "score",
+        "snippet",
+    }
     assert hits[0]["session"] == "s1" and hits[0]["ts"].startswith("2026-09-01T10:00:00")
     everyone = json.loads(runner.invoke(app, ["memory", "search", "sister", "--json"]).stdout)
     assert {h["user"] for h in everyone} == {"ana", "bo"}
-    limited = json.loads(runner.invoke(app, ["memory", "search", "lisbon", "--user", "ana", "--limit", "1", "--json"]).stdout)
+    limited = json.loads(
+        runner.invoke(app, ["memory", "search", "lisbon", "--user", "ana", "--limit", "1", "--json"]).stdout
+    )
     assert len(limited) == 1
-    in_session = json.loads(runner.invoke(app, ["memory", "search", "lisbon", "--session", "s1", "--json"]).stdout)
+    in_session = json.loads(
+        runner.invoke(app, ["memory", "search", "lisbon", "--session", "s1", "--json"]).stdout
+    )
     assert {h["session"] for h in in_session} == {"s1"}
     assert json.loads(runner.invoke(app, ["memory", "search", '"unbalanced AND (', "--json"]).stdout) == []
 

@@ -26,20 +26,37 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
-    for line in ("test success, untrained", "warm start epoch 1", "validation success", "GRPO iteration 0",
-                 "test success (held-out families): untrained", "gate:"):
+    for line in (
+        "test success, untrained",
+        "warm start epoch 1",
+        "validation success",
+        "GRPO iteration 0",
+        "test success (held-out families): untrained",
+        "gate:",
+    ):
         assert line in out
     assert (where / "learner" / "reports" / "cycle-0001" / "progress.png").read_bytes().startswith(b"\x89PNG")
     with MemoryStore.open(where / "memory.db") as store:
-        groups = store.db.execute("select count(distinct group_id) from episodes where kind = 'executor' and group_id like 'grpo%'").fetchone()[0]
+        groups = store.db.execute(
+            "select count(distinct group_id) from episodes where kind = 'executor' and group_id like 'grpo%'"
+        ).fetchone()[0]
         assert groups > 0
-        episode = store.db.execute("select id from episodes where group_id like 'grpo0:%' limit 1").fetchone()[0]
+        episode = store.db.execute(
+            "select id from episodes where group_id like 'grpo0:%' limit 1"
+        ).fetchone()[0]
         [call] = store.calls(episode)
         assert call.completion_ids and len(call.completion_logprobs) == len(call.completion_ids)
-        assert store.db.execute("select count(*) from episodes where group_id like 'gate-%' and reward is not null").fetchone()[0] > 0
+        assert (
+            store.db.execute(
+                "select count(*) from episodes where group_id like 'gate-%' and reward is not null"
+            ).fetchone()[0]
+            > 0
+        )
 
         def tasks_of(label: str) -> set[str]:
-            rows = store.db.execute("select distinct group_id from episodes where group_id like ?", (f"{label}%",))
+            rows = store.db.execute(
+                "select distinct group_id from episodes where group_id like ?", (f"{label}%",)
+            )
             return {group.split(":", 1)[1] for (group,) in rows}
 
         # The warm start's epoch is chosen on validation tasks; the gate measures on other tasks.

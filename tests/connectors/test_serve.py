@@ -20,6 +20,7 @@ from tests.fakes.tiny_model import build_tiny_adapter
 
 MESSAGES = [{"role": "user", "content": "List the files."}]
 
+
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), seed=0)

@@ -72,7 +72,9 @@ async def test_a_dm_is_delivered_then_acknowledged_and_the_reply_lands_in_the_dm
             user_name="alice",
         )
     ]
-    ids = await channel.send(Outgoing(chat_id="D0DM", text="An **HTML** tag: `<p>`", reply_to=f"D0DM:{event['ts']}"))
+    ids = await channel.send(
+        Outgoing(chat_id="D0DM", text="An **HTML** tag: `<p>`", reply_to=f"D0DM:{event['ts']}")
+    )
     assert slack.posted[-1] | {"ts": None} == {
         "channel": "D0DM",
         "text": "An *HTML* tag: `&lt;p&gt;`",
@@ -106,7 +108,9 @@ async def test_a_mention_in_a_channel_is_a_group_session_in_its_thread(
 ) -> None:
     first = slack_wire.mention("<@UBOT> deploy please", channel="C0GENERAL", user="U0BOB")
     await push_and_wait(slack, first)
-    later = slack_wire.mention("<@UBOT> and the docs", channel="C0GENERAL", user="U0BOB", thread_ts=first["ts"])
+    later = slack_wire.mention(
+        "<@UBOT> and the docs", channel="C0GENERAL", user="U0BOB", thread_ts=first["ts"]
+    )
     await push_and_wait(slack, later)
 
     started, followed = inbox.items
@@ -148,7 +152,9 @@ async def test_approval_buttons_become_a_button_press_acknowledged_after_deliver
     slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
 ) -> None:
     await channel.ask_approval(
-        ApprovalPrompt(chat_id="D0DM", thread_id="", approval_id="ap-7", command="rm -rf build/", reason="deletes files")
+        ApprovalPrompt(
+            chat_id="D0DM", thread_id="", approval_id="ap-7", command="rm -rf build/", reason="deletes files"
+        )
     )
     prompt = slack.posted[-1]
     buttons = [element["action_id"] for element in prompt["blocks"][-1]["elements"]]
@@ -161,7 +167,14 @@ async def test_approval_buttons_become_a_button_press_acknowledged_after_deliver
 
     action_ts = press["actions"][0]["action_ts"]
     assert inbox.items == [
-        ButtonPress("slack", "D0DM", "U0ALICE", approval_id="ap-7", choice="yes", platform_event_id=f"D0DM:{action_ts}")
+        ButtonPress(
+            "slack",
+            "D0DM",
+            "U0ALICE",
+            approval_id="ap-7",
+            choice="yes",
+            platform_event_id=f"D0DM:{action_ts}",
+        )
     ]
     (updated,) = slack.updated
     assert updated["ts"] == prompt["ts"]
@@ -290,28 +303,41 @@ async def new_channel(slack: FakeSlack, inbox: RecordingInbox) -> SlackChannel:
 async def test_a_reply_sent_before_a_restart_is_found_by_its_key_not_posted_again(
     slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
 ) -> None:
-    in_dm = Outgoing(chat_id="D0DM", text="\n\n".join(["a " * 1500, "b " * 1500]), idempotency_key="temper-reply-1")
-    in_thread = Outgoing(chat_id="C0GENERAL", text="threaded", thread_id="1700000000.000001", idempotency_key="temper-reply-2")
+    in_dm = Outgoing(
+        chat_id="D0DM", text="\n\n".join(["a " * 1500, "b " * 1500]), idempotency_key="temper-reply-1"
+    )
+    in_thread = Outgoing(
+        chat_id="C0GENERAL", text="threaded", thread_id="1700000000.000001", idempotency_key="temper-reply-2"
+    )
     sent = [await channel.send(in_dm), await channel.send(in_thread)]
     await channel.send(Outgoing(chat_id="D0DM", text="a later reply", idempotency_key="temper-reply-3"))
     restarted = await new_channel(slack, inbox)
     try:
         found = [await restarted.find_sent(in_dm), await restarted.find_sent(in_thread)]
-        never_sent = await restarted.find_sent(Outgoing(chat_id="D0DM", text="new", idempotency_key="temper-reply-4"))
+        never_sent = await restarted.find_sent(
+            Outgoing(chat_id="D0DM", text="new", idempotency_key="temper-reply-4")
+        )
     finally:
         await restarted.stop()
 
     assert found == sent and len(sent[0]) == 2
     assert never_sent is None
-    assert slack.posted[0]["metadata"] == {"event_type": "temper_reply", "event_payload": {"key": "temper-reply-1", "part": 0}}
+    assert slack.posted[0]["metadata"] == {
+        "event_type": "temper_reply",
+        "event_payload": {"key": "temper-reply-1", "part": 0},
+    }
     assert "conversations.history" in slack.calls and "conversations.replies" in slack.calls
 
 
 async def test_a_reply_cut_short_by_a_restart_posts_only_its_missing_parts(
     slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
 ) -> None:
-    message = Outgoing(chat_id="D0DM", text="\n\n".join(["a " * 1500, "b " * 1500]), idempotency_key="temper-reply-1")
-    await channel.send(Outgoing(chat_id="D0DM", text="a " * 1500, idempotency_key="temper-reply-1"))  # part 0 only
+    message = Outgoing(
+        chat_id="D0DM", text="\n\n".join(["a " * 1500, "b " * 1500]), idempotency_key="temper-reply-1"
+    )
+    await channel.send(
+        Outgoing(chat_id="D0DM", text="a " * 1500, idempotency_key="temper-reply-1")
+    )  # part 0 only
     restarted = await new_channel(slack, inbox)
     try:
         assert await restarted.find_sent(message) is None

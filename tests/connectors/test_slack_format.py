@@ -43,7 +43,10 @@ def test_a_long_code_block_split_in_parts_is_closed_and_reopened() -> None:
 
 def test_splitting_prefers_paragraphs_then_lines_then_spaces() -> None:
     paragraphs = [" ".join([word] * 60) for word in ("alpha", "beta", "gamma")]
-    assert split_message("\n\n".join(paragraphs), limit=700) == [paragraphs[0] + "\n\n" + paragraphs[1], paragraphs[2]]
+    assert split_message("\n\n".join(paragraphs), limit=700) == [
+        paragraphs[0] + "\n\n" + paragraphs[1],
+        paragraphs[2],
+    ]
     lines = "\n".join(" ".join([word] * 30) for word in ("one", "two", "three"))  # no paragraph breaks
     one, two, three = lines.split("\n")
     assert split_message(lines, limit=300) == [f"{one}\n{two}", three]

@@ -37,7 +37,11 @@ def inbox() -> RecordingInbox:
 @pytest.fixture
 async def channel(slack: FakeSlack, inbox: RecordingInbox) -> AsyncIterator[SlackChannel]:
     channel = SlackChannel(
-        slack.bot_token, signing_secret=slack.signing_secret, mode="http", base_url=slack.base_url, listen_port=0
+        slack.bot_token,
+        signing_secret=slack.signing_secret,
+        mode="http",
+        base_url=slack.base_url,
+        listen_port=0,
     )
     await channel.start(inbox)
     yield channel
@@ -50,14 +54,20 @@ def url(channel: SlackChannel) -> str:
 
 
 async def test_the_url_verification_challenge_is_answered(slack: FakeSlack, channel: SlackChannel) -> None:
-    challenge = {"token": "t", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"}
+    challenge = {
+        "token": "t",
+        "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+        "type": "url_verification",
+    }
     status, body = await post_signed(url(channel), challenge, slack.signing_secret)
 
     assert status == 200
     assert json.loads(body)["challenge"] == challenge["challenge"]
 
 
-async def test_a_signed_dm_is_delivered_and_answered(slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox) -> None:
+async def test_a_signed_dm_is_delivered_and_answered(
+    slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
+) -> None:
     event = slack_wire.message("hello over http")
     status, _ = await post_signed(url(channel), slack_wire.event_callback(event), slack.signing_secret)
 
@@ -104,7 +114,9 @@ async def test_malformed_bodies_get_400_and_the_listener_keeps_working(
     status, _ = await post_signed(url(channel), "x" * (2 << 20), slack.signing_secret)
     assert status == 413
 
-    status, _ = await post_signed(url(channel), slack_wire.event_callback(slack_wire.message("still fine")), slack.signing_secret)
+    status, _ = await post_signed(
+        url(channel), slack_wire.event_callback(slack_wire.message("still fine")), slack.signing_secret
+    )
     assert status == 200
     assert [item.text for item in inbox.items if isinstance(item, Inbound)] == ["still fine"]
 
@@ -116,7 +128,10 @@ async def test_a_failed_delivery_answers_500_and_slack_retry_is_taken(
     payload = slack_wire.event_callback(slack_wire.message("retry me"))
     first, _ = await post_signed(url(channel), payload, slack.signing_secret)
     retry, _ = await post_signed(
-        url(channel), payload, slack.signing_secret, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_error"}
+        url(channel),
+        payload,
+        slack.signing_secret,
+        headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_error"},
     )
 
     assert (first, retry) == (500, 200)
@@ -126,7 +141,9 @@ async def test_a_failed_delivery_answers_500_and_slack_retry_is_taken(
 async def test_a_button_press_arrives_as_form_encoded_interactivity(
     slack: FakeSlack, channel: SlackChannel, inbox: RecordingInbox
 ) -> None:
-    await channel.ask_approval(ApprovalPrompt(chat_id="D0DM", thread_id="", approval_id="ap-1", command="sudo ls", reason="root"))
+    await channel.ask_approval(
+        ApprovalPrompt(chat_id="D0DM", thread_id="", approval_id="ap-1", command="sudo ls", reason="root")
+    )
     press = slack_wire.button_press(slack.posted[-1], "temper_approval_no")
     status, _ = await post_signed(url(channel), press, slack.signing_secret, form=True)
 

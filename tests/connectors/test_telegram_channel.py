@@ -64,15 +64,11 @@ def inbox() -> Inbox:
 
 
 def make_channel(telegram: FakeTelegram, tmp_path: Path, **options) -> TelegramChannel:
-    return TelegramChannel(
-        telegram.token, base_url=telegram.url, workspace_dir=tmp_path / "files", **options
-    )
+    return TelegramChannel(telegram.token, base_url=telegram.url, workspace_dir=tmp_path / "files", **options)
 
 
 @pytest.fixture
-async def channel(
-    telegram: FakeTelegram, inbox: Inbox, tmp_path: Path
-) -> AsyncIterator[TelegramChannel]:
+async def channel(telegram: FakeTelegram, inbox: Inbox, tmp_path: Path) -> AsyncIterator[TelegramChannel]:
     started = make_channel(telegram, tmp_path)
     await started.start(inbox.deliver)
     yield started
@@ -101,9 +97,7 @@ async def test_a_private_message_is_delivered_answered_and_acknowledged(
         user_name="ana",
     )
     await channel.typing("77")
-    ids = await channel.send(
-        Outgoing(chat_id="77", text="**4**", reply_to=inbound.platform_message_id)
-    )
+    ids = await channel.send(Outgoing(chat_id="77", text="**4**", reply_to=inbound.platform_message_id))
     assert ids == ["77:2"]
     assert telegram.actions == [{"chat_id": 77, "action": "typing"}]
     [sent] = telegram.sent
@@ -214,9 +208,7 @@ async def test_documents_and_photos_land_in_the_workspace(
     assert document.text == "please review"
     assert [Path(p).read_bytes() for p in document.attachments] == [b"a,b\n1,2\n"]
     assert document.attachments == (str(tmp_path / "files" / "8" / "1-report_v2.csv"),)
-    assert [Path(p).read_bytes() for p in photo.attachments] == [
-        b"\xff\xd8 a big photo"
-    ]  # largest size
+    assert [Path(p).read_bytes() for p in photo.attachments] == [b"\xff\xd8 a big photo"]  # largest size
     assert photo.text == ""
     telegram.fail("getFile", 400, "Bad Request: file is too big")
     telegram.message("and this one", chat_id=8, document=("huge.iso", b"..."))
@@ -285,9 +277,7 @@ async def test_thumbs_on_an_answer_are_reactions(
 # Platform errors -------------------------------------------------------------------------
 
 
-async def test_flood_control_is_waited_out(
-    channel: TelegramChannel, telegram: FakeTelegram
-) -> None:
+async def test_flood_control_is_waited_out(channel: TelegramChannel, telegram: FakeTelegram) -> None:
     telegram.fail("sendMessage", 429, retry_after=1)
     started = time.monotonic()
     assert await channel.send(Outgoing(chat_id="3", text="hello"))
@@ -434,15 +424,11 @@ async def test_webhook_refuses_forged_and_malformed_requests(hooked: str, inbox:
         statuses = [
             (await client.post(hooked, json=update)).status_code,
             (
-                await client.post(
-                    hooked, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "guess"}
-                )
+                await client.post(hooked, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "guess"})
             ).status_code,
             (await client.post(hooked, content=b"{not json", headers=good)).status_code,
             (await client.post(hooked, json=["update"], headers=good)).status_code,
-            (
-                await client.post(hooked, json={"update_id": 6, "message": "hi"}, headers=good)
-            ).status_code,
+            (await client.post(hooked, json={"update_id": 6, "message": "hi"}, headers=good)).status_code,
             (await client.post(hooked, content=b"x" * (2 * 1024 * 1024), headers=good)).status_code,
             (await client.get(hooked, headers=good)).status_code,
             (await client.post(hooked, content=json.dumps(update), headers=good)).status_code,

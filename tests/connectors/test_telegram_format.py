@@ -20,8 +20,7 @@ def test_markdown_becomes_plain_text_with_entities() -> None:
         "- *first*\n- ~~second~~\n```python\nprint('**not bold**')\n```\ndone"
     )
     assert text == (
-        "Result\nIt worked, see out.txt and the docs.\n• first\n• second\n"
-        "print('**not bold**')\ndone"
+        "Result\nIt worked, see out.txt and the docs.\n• first\n• second\nprint('**not bold**')\ndone"
     )
     found = {(e.type, text[e.offset : e.offset + e.length], e.url, e.language) for e in entities}
     assert found == {
@@ -63,9 +62,7 @@ def test_a_code_block_across_pieces_stays_code_in_each() -> None:
     pieces = split(text, entities)
     assert len(pieces) == 3
     for piece in pieces:
-        assert [(e.type, e.offset, e.length) for e in piece.entities] == [
-            ("pre", 0, utf16_len(piece.text))
-        ]
+        assert [(e.type, e.offset, e.length) for e in piece.entities] == [("pre", 0, utf16_len(piece.text))]
 
 
 def test_emoji_count_twice_against_the_limit() -> None:

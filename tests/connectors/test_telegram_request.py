@@ -37,7 +37,9 @@ async def request_() -> AsyncIterator[AiohttpRequest]:
 async def echo(request: web.Request) -> web.Response:
     form = await request.post()
     fields = {
-        name: value if isinstance(value, str) else {"filename": value.filename, "content": value.file.read().decode()}
+        name: value
+        if isinstance(value, str)
+        else {"filename": value.filename, "content": value.file.read().decode()}
         for name, value in form.items()
     }
     return web.json_response({"ok": True, "result": fields, "type": request.content_type})
@@ -61,7 +63,9 @@ def data(**values: object) -> RequestData:
 
 
 async def test_parameters_go_as_form_fields(request_: AiohttpRequest, echo_url: str) -> None:
-    status, body = await request_.do_request(echo_url, "POST", data(chat_id=7, text="hi there", reply_markup={"a": 1}))
+    status, body = await request_.do_request(
+        echo_url, "POST", data(chat_id=7, text="hi there", reply_markup={"a": 1})
+    )
     reply = json.loads(body)
     assert status == 200 and reply["type"] == "application/x-www-form-urlencoded"
     assert reply["result"] == {"chat_id": "7", "text": "hi there", "reply_markup": '{"a": 1}'}

@@ -28,7 +28,9 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "data"
 
 
-def call(prompt: list[int], completion: list[int], text: str, messages: list[dict], model: str = "tiny") -> StoredCall:
+def call(
+    prompt: list[int], completion: list[int], text: str, messages: list[dict], model: str = "tiny"
+) -> StoredCall:
     return StoredCall(
         role="executor", model=model, prompt_ids=prompt, completion_ids=completion,
         completion_logprobs=[-0.5] * len(completion), finish_reason="stop", text=text, messages=messages,
@@ -41,13 +43,17 @@ def fill(data_dir: Path, model: str = "tiny") -> dict[str, int]:
     first = [{"role": "user", "content": "count the files"}]
     second = first + [{"role": "assistant", "content": "ls | wc -l"}, {"role": "user", "content": "3"}]
     with MemoryStore.open(data_dir / "temper.db") as store:
-        good = store.start_executor_episode("count the files", split="train", snapshot_id="sha256:ab", snapshot_bytes=2048)
+        good = store.start_executor_episode(
+            "count the files", split="train", snapshot_id="sha256:ab", snapshot_bytes=2048
+        )
         store.record_call(good, call([1, 2, 3], [4, 5], "ls | wc -l", first, model))
         store.record_call(good, call([1, 2, 3, 4, 5, 6], [7], "done: 3", second, model))
         store.record_reward(good, 1.0, "verifier", "exit 0")
         store.finish_executor_episode(good, "succeeded", parse_failures=1, timeouts=0)
         heldout = store.start_executor_episode("print the date", split="heldout")
-        store.record_call(heldout, call([9, 9], [8], "date", [{"role": "user", "content": "print the date"}], model))
+        store.record_call(
+            heldout, call([9, 9], [8], "date", [{"role": "user", "content": "print the date"}], model)
+        )
         leaky = store.start_executor_episode("show the env", split="train")
         store.record_call(leaky, call([1], [2], f"OPENAI_API_KEY={OPENAI_KEY}", [], model))
         store.db.execute("update episodes set created_at = 1790000000 + id * 86400")  # 2026-09-21 onwards
@@ -62,19 +68,33 @@ def test_list_shows_episodes_newest_first(data_dir: Path) -> None:
     assert lines[0].split()[:3] == ["id", "time", "(UTC)"]
     assert [int(line.split()[0]) for line in lines[1:]] == [ids["leaky"], ids["heldout"], ids["good"]]
     good = next(line for line in lines if line.split()[0] == str(ids["good"]))
-    assert "1.00" in good and "verifier" in good and "train" in good and good.split()[-4:-3] == ["7"]  # tokens: the final sequence, 6 + 1
+    assert (
+        "1.00" in good and "verifier" in good and "train" in good and good.split()[-4:-3] == ["7"]
+    )  # tokens: the final sequence, 6 + 1
     assert "[secret: not exported]" in lines[1]
-    rows = json.loads(CliRunner().invoke(app, ["trajectories", "list", "--split", "train", "--min-reward", "0.5", "--json"]).stdout)
+    rows = json.loads(
+        CliRunner()
+        .invoke(app, ["trajectories", "list", "--split", "train", "--min-reward", "0.5", "--json"])
+        .stdout
+    )
     assert [(r["id"], r["calls"], r["tokens"], r["reward"]) for r in rows] == [(ids["good"], 2, 7, 1.0)]
 
 
 def test_list_time_filters_and_bad_values(data_dir: Path) -> None:
     ids = fill(data_dir)
-    rows = json.loads(CliRunner().invoke(app, ["trajectories", "list", "--since", "2026-09-23", "--json"]).stdout)
+    rows = json.loads(
+        CliRunner().invoke(app, ["trajectories", "list", "--since", "2026-09-23", "--json"]).stdout
+    )
     assert [r["id"] for r in rows] == [ids["leaky"], ids["heldout"]]
-    rows = json.loads(CliRunner().invoke(app, ["trajectories", "list", "--until", "2026-09-23T00:00+00:00", "--json"]).stdout)
+    rows = json.loads(
+        CliRunner()
+        .invoke(app, ["trajectories", "list", "--until", "2026-09-23T00:00+00:00", "--json"])
+        .stdout
+    )
     assert [r["id"] for r in rows] == [ids["good"]]
-    assert json.loads(CliRunner().invoke(app, ["trajectories", "list", "--since", "1d", "--json"]).stdout) == []
+    assert (
+        json.loads(CliRunner().invoke(app, ["trajectories", "list", "--since", "1d", "--json"]).stdout) == []
+    )
     bad = CliRunner().invoke(app, ["trajectories", "list", "--since", "yesterday"])
     assert bad.exit_code == 2 and "neither an ISO date" in bad.stderr
     bad_split = CliRunner().invoke(app, ["trajectories", "list", "--split", "nightly"])
@@ -95,10 +115,15 @@ def test_show_prints_calls_with_stored_text(data_dir: Path) -> None:
     assert "task: count the files" in out and "reward: 1.00 (verifier: exit 0)" in out
     assert "snapshot: sha256:ab (2,048 bytes)" in out
     assert "parse failures: 1  timeouts: 0" in out
-    assert "call 0 executor  model: tiny  adapter: v2  tokens: 3 prompt + 2 sampled  finish: stop  retokenized: no" in out
+    assert (
+        "call 0 executor  model: tiny  adapter: v2  tokens: 3 prompt + 2 sampled  finish: stop  retokenized: no"
+        in out
+    )
     assert "stored whole (first call)" in out and "extends previous" in out
     assert "    ls | wc -l" in out and "    done: 3" in out
-    assert out.count("count the files") == 2  # the task, then call 0's message; call 1 shows only what it added
+    assert (
+        out.count("count the files") == 2
+    )  # the task, then call 0's message; call 1 shows only what it added
     leaky = CliRunner().invoke(app, ["trajectories", "show", str(ids["leaky"])]).stdout
     assert OPENAI_KEY not in leaky and "[REDACTED:openai_key]" in leaky and "never exported" in leaky
     missing = CliRunner().invoke(app, ["trajectories", "show", "999"])
@@ -113,16 +138,24 @@ def test_show_decodes_with_a_tokenizer(data_dir: Path, tmp_path: Path) -> None:
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    core.train_from_iterator(["ls -la | wc -l", "done: 3 files"], trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    core.train_from_iterator(
+        ["ls -la | wc -l", "done: 3 files"],
+        trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
+    )
     PreTrainedTokenizerFast(tokenizer_object=core).save_pretrained(tmp_path / "tok")
     completion = core.encode("ls -la").ids
     with MemoryStore.open(data_dir / "temper.db") as store:
         episode_id = store.start_executor_episode("list")
-        store.record_call(episode_id, call(core.encode("list files").ids, completion, "stored text", [], str(tmp_path / "tok")))
+        store.record_call(
+            episode_id,
+            call(core.encode("list files").ids, completion, "stored text", [], str(tmp_path / "tok")),
+        )
     by_model = CliRunner().invoke(app, ["trajectories", "show", str(episode_id)])  # the model is a directory
     assert by_model.exit_code == 0, by_model.output
     assert "completion (decoded):\n    ls -la" in by_model.stdout and "    list files" in by_model.stdout
-    explicit = CliRunner().invoke(app, ["trajectories", "show", str(episode_id), "--tokenizer", str(tmp_path / "tok")])
+    explicit = CliRunner().invoke(
+        app, ["trajectories", "show", str(episode_id), "--tokenizer", str(tmp_path / "tok")]
+    )
     assert "    ls -la" in explicit.stdout
 
 
@@ -132,16 +165,26 @@ def test_export_jsonl_and_parquet(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "calls.jsonl"
     result = CliRunner().invoke(app, ["trajectories", "export", str(out), "--split", "train"])
     assert result.exit_code == 0, result.output
-    assert "exported 2 calls from 1 episodes" in result.stdout and "excluded 1 episodes that contain secrets" in result.stdout
+    assert (
+        "exported 2 calls from 1 episodes" in result.stdout
+        and "excluded 1 episodes that contain secrets" in result.stdout
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["episode_id"], r["call_index"], r["prompt_ids"]) for r in rows] == [(ids["good"], 0, [1, 2, 3]), (ids["good"], 1, [1, 2, 3, 4, 5, 6])]
+    assert [(r["episode_id"], r["call_index"], r["prompt_ids"]) for r in rows] == [
+        (ids["good"], 0, [1, 2, 3]),
+        (ids["good"], 1, [1, 2, 3, 4, 5, 6]),
+    ]
     parquet = tmp_path / "calls.parquet"
     result = CliRunner().invoke(app, ["trajectories", "export", str(parquet), "--min-reward", "0"])
     assert "exported 2 calls from 1 episodes" in result.stdout
-    loaded = datasets.load_dataset("parquet", data_files=str(parquet), split="train", cache_dir=str(tmp_path / "hf"))
+    loaded = datasets.load_dataset(
+        "parquet", data_files=str(parquet), split="train", cache_dir=str(tmp_path / "hf")
+    )
     assert loaded.features["completion_ids"].feature.dtype == "int32"
     assert loaded[1]["completion_ids"] == [7] and loaded[1]["completion_logprobs"] == [-0.5]
-    everything = CliRunner().invoke(app, ["trajectories", "export", str(tmp_path / "all.data"), "--format", "jsonl"])
+    everything = CliRunner().invoke(
+        app, ["trajectories", "export", str(tmp_path / "all.data"), "--format", "jsonl"]
+    )
     assert "exported 3 calls from 2 episodes" in everything.stdout
     assert OPENAI_KEY not in (tmp_path / "all.data").read_text()
 

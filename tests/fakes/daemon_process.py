@@ -55,7 +55,12 @@ def write_config(
         "enabled = false",
     ]
     for slot in ("planner", "judge"):
-        lines += [f"[models.{slot}]", 'model = "openai/fake"', f'api_base = "{model.base_url}"', 'api_key_env = ""']
+        lines += [
+            f"[models.{slot}]",
+            'model = "openai/fake"',
+            f'api_base = "{model.base_url}"',
+            'api_key_env = ""',
+        ]
     secrets: list[str] = []
     if telegram is not None:
         lines += ["[telegram]", "enabled = true", f"allowed_users = {list(telegram_users)}"]
@@ -99,16 +104,24 @@ class DaemonProcess:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [*command, "--log-level", self.log_level, *self.args], cwd=REPO, env=env, stdout=log, stderr=log
+                [*command, "--log-level", self.log_level, *self.args],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=log,
             )
 
-    def wait_for(self, condition: Callable[[], object], timeout_s: float = 60.0, what: str = "the condition") -> None:
+    def wait_for(
+        self, condition: Callable[[], object], timeout_s: float = 60.0, what: str = "the condition"
+    ) -> None:
         """Poll `condition` until true; AssertionError with the log's tail if the daemon exits first
         or `timeout_s` passes."""
         deadline = time.monotonic() + timeout_s
         while not condition():
             if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"the daemon exited ({self.process.returncode}) before {what}:\n{self.log_tail()}")
+                raise AssertionError(
+                    f"the daemon exited ({self.process.returncode}) before {what}:\n{self.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what}: not within {timeout_s} s; the daemon said:\n{self.log_tail()}")
             time.sleep(0.01)

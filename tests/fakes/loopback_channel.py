@@ -75,7 +75,9 @@ class LoopbackPlatform:
     def say(self, user: str, text: str, *, chat: str | None = None, message_id: str | None = None) -> str:
         """A message from `user` (in their own chat unless `chat`); its platform message id."""
         message_id = message_id or f"in-{time.time_ns()}"
-        self._update("message", Inbound(self.platform, chat or f"c-{user}", user, text, platform_message_id=message_id))
+        self._update(
+            "message", Inbound(self.platform, chat or f"c-{user}", user, text, platform_message_id=message_id)
+        )
         return message_id
 
     def redeliver(self) -> None:
@@ -84,11 +86,15 @@ class LoopbackPlatform:
 
     def press(self, user: str, approval_id: str, choice: str, *, chat: str | None = None) -> None:
         event = f"press-{time.time_ns()}"
-        self._update("button", ButtonPress(self.platform, chat or f"c-{user}", user, approval_id, choice, event))
+        self._update(
+            "button", ButtonPress(self.platform, chat or f"c-{user}", user, approval_id, choice, event)
+        )
 
     def react(self, user: str, message_id: str, positive: bool, *, chat: str | None = None) -> None:
         event = f"react-{time.time_ns()}"
-        self._update("reaction", Reaction(self.platform, chat or f"c-{user}", user, message_id, positive, event))
+        self._update(
+            "reaction", Reaction(self.platform, chat or f"c-{user}", user, message_id, positive, event)
+        )
 
     def sent(self) -> list[Sent]:
         rows = self.db.execute("select id, chat_id, reply_to, text, key from sent order by id").fetchall()
@@ -134,9 +140,11 @@ class LoopbackChannel:
     async def _poll(self, deliver: Deliver) -> None:
         try:
             while True:
-                rows = self._platform().execute(
-                    "select id, kind, payload from updates where acked = 0 order by id limit 50"
-                ).fetchall()
+                rows = (
+                    self._platform()
+                    .execute("select id, kind, payload from updates where acked = 0 order by id limit 50")
+                    .fetchall()
+                )
                 for update_id, kind, payload in rows:
                     await deliver(_decode(kind, payload))
                     self._platform().execute("update updates set acked = 1 where id = ?", (update_id,))
@@ -152,14 +160,23 @@ class LoopbackChannel:
     async def send(self, message: Outgoing) -> list[str]:
         row = self._platform().execute(
             "insert into sent(chat_id, thread_id, reply_to, text, key, at) values (?, ?, ?, ?, ?, ?)",
-            (message.chat_id, message.thread_id, message.reply_to, message.text, message.idempotency_key, time.time()),
+            (
+                message.chat_id,
+                message.thread_id,
+                message.reply_to,
+                message.text,
+                message.idempotency_key,
+                time.time(),
+            ),
         )
         return [f"out-{row.lastrowid}"]
 
     async def find_sent(self, message: Outgoing) -> list[str] | None:
-        rows = self._platform().execute(
-            "select id from sent where key = ? order by id", (message.idempotency_key,)
-        ).fetchall()
+        rows = (
+            self._platform()
+            .execute("select id from sent where key = ? order by id", (message.idempotency_key,))
+            .fetchall()
+        )
         return [f"out-{row[0]}" for row in rows] or None
 
     async def ask_approval(self, prompt: ApprovalPrompt) -> None:

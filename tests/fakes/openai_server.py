@@ -227,9 +227,7 @@ class FakeOpenAI:
         usage = reply.usage(len(raw))
         if body.get("stream"):
             options = body.get("stream_options") or {}
-            stream = event_stream(
-                model, reply, calls, usage if options.get("include_usage") else None
-            )
+            stream = event_stream(model, reply, calls, usage if options.get("include_usage") else None)
             return 200, "text/event-stream", stream, {}
         return 200, JSON, completion_body(model, reply, calls, usage), {}
 

@@ -66,9 +66,7 @@ class ScriptedReply:
         }
 
 
-def completion_body(
-    model: str, reply: ScriptedReply, calls: list[Call], usage: dict[str, int]
-) -> bytes:
+def completion_body(model: str, reply: ScriptedReply, calls: list[Call], usage: dict[str, int]) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": reply.full_text}
     if calls:
         message["tool_calls"] = [
@@ -83,9 +81,7 @@ def completion_body(
     return json.dumps(body).encode()
 
 
-def event_stream(
-    model: str, reply: ScriptedReply, calls: list[Call], usage: dict[str, int] | None
-) -> bytes:
+def event_stream(model: str, reply: ScriptedReply, calls: list[Call], usage: dict[str, int] | None) -> bytes:
     """The whole stream: a role chunk, text deltas, tool-call deltas (each call's arguments in
     two pieces), a finish chunk, a usage chunk when `usage` is given, then `[DONE]`."""
 

@@ -177,7 +177,9 @@ class FakeSlack:
 
     # -- scripting ---------------------------------------------------------------------------
 
-    def fail(self, method: str, error: str, *, status: int = 200, retry_after: float | None = None, times: int = 1) -> None:
+    def fail(
+        self, method: str, error: str, *, status: int = 200, retry_after: float | None = None, times: int = 1
+    ) -> None:
         """Answer the next `times` calls of `method` with `{"ok": false, "error": error}` and
         HTTP `status` (429 with `Retry-After: retry_after` for rate limits)."""
         with self._lock:
@@ -268,7 +270,11 @@ class FakeSlack:
         self._sockets.append((ws, request))
         with self._lock:
             self.connections += 1
-        await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "connection_info": {"app_id": slack_wire.APP_ID}}))
+        await ws.send_str(
+            json.dumps(
+                {"type": "hello", "num_connections": 1, "connection_info": {"app_id": slack_wire.APP_ID}}
+            )
+        )
         try:
             async for msg in ws:
                 if msg.type != WSMsgType.TEXT:
@@ -296,7 +302,9 @@ class FakeSlack:
             failure = self._failures[method].popleft() if self._failures[method] else None
         if failure is not None:
             headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
-            return web.json_response({"ok": False, "error": failure.error}, status=failure.status, headers=headers)
+            return web.json_response(
+                {"ok": False, "error": failure.error}, status=failure.status, headers=headers
+            )
         if method not in _METHODS:
             return web.json_response({"ok": False, "error": "unknown_method"})
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token
@@ -332,7 +340,9 @@ class FakeSlack:
 
     def _history(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            top = [post for post in self.posted if post["channel"] == params["channel"] and not post["thread_ts"]]
+            top = [
+                post for post in self.posted if post["channel"] == params["channel"] and not post["thread_ts"]
+            ]
         return self._listing(reversed(top), params)
 
     def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -349,7 +359,12 @@ class FakeSlack:
         with_metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
         messages = []
         for post in itertools.islice(posts, int(params.get("limit") or 100)):
-            message = {"type": "message", "user": slack_wire.BOT_USER_ID, "text": post["text"], "ts": post["ts"]}
+            message = {
+                "type": "message",
+                "user": slack_wire.BOT_USER_ID,
+                "text": post["text"],
+                "ts": post["ts"],
+            }
             if post["thread_ts"]:
                 message["thread_ts"] = post["thread_ts"]
             if with_metadata and post["metadata"]:
@@ -426,12 +441,21 @@ async def post_signed(
     if isinstance(payload, str):
         body, content_type = payload, "application/json"
     elif form:
-        body, content_type = urlencode({"payload": slack_wire.json_body(payload)}), "application/x-www-form-urlencoded"
+        body, content_type = (
+            urlencode({"payload": slack_wire.json_body(payload)}),
+            "application/x-www-form-urlencoded",
+        )
     else:
         body, content_type = slack_wire.json_body(payload), "application/json"
-    sent_headers = {"Content-Type": content_type, **slack_wire.signed_headers(secret, body, timestamp=timestamp)}
+    sent_headers = {
+        "Content-Type": content_type,
+        **slack_wire.signed_headers(secret, body, timestamp=timestamp),
+    }
     sent_headers.update(headers or {})
-    async with aiohttp.ClientSession() as session, session.post(url, data=body.encode(), headers=sent_headers) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, data=body.encode(), headers=sent_headers) as response,
+    ):
         return response.status, await response.text()
 
 

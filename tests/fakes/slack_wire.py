@@ -87,7 +87,13 @@ def mention(
     thread_ts: str | None = None,
 ) -> dict[str, Any]:
     """An `app_mention` event: `text` should contain `<@UBOT>` as Slack writes it."""
-    event: dict[str, Any] = {"type": "app_mention", "channel": channel, "user": user, "text": text, "ts": ts or next_ts()}
+    event: dict[str, Any] = {
+        "type": "app_mention",
+        "channel": channel,
+        "user": user,
+        "text": text,
+        "ts": ts or next_ts(),
+    }
     if thread_ts:
         event["thread_ts"] = thread_ts
     return event
@@ -107,9 +113,7 @@ def reaction_added(
     }
 
 
-def button_press(
-    message: dict[str, Any], action_id: str, *, user: str = "U0ALICE"
-) -> dict[str, Any]:
+def button_press(message: dict[str, Any], action_id: str, *, user: str = "U0ALICE") -> dict[str, Any]:
     """The `block_actions` payload of a press on the button `action_id` of `message`, a message
     the fake recorded (it carries `channel`, `ts`, `blocks`)."""
     button = next(
@@ -128,7 +132,12 @@ def button_press(
         "container": {"type": "message", "message_ts": message["ts"], "channel_id": message["channel"]},
         "trigger_id": "1.2.3",
         "channel": {"id": message["channel"], "name": "somewhere"},
-        "message": {"type": "message", "ts": message["ts"], "text": message["text"], "blocks": message["blocks"]},
+        "message": {
+            "type": "message",
+            "ts": message["ts"],
+            "text": message["text"],
+            "blocks": message["blocks"],
+        },
         "response_url": "http://127.0.0.1:9/unused",
         "actions": [
             {

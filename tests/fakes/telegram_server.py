@@ -62,8 +62,7 @@ DESCRIPTIONS = {
     400: "Bad Request",
     401: "Unauthorized",
     403: "Forbidden: bot was blocked by the user",
-    409: "Conflict: terminated by other getUpdates request; "
-    "make sure that only one bot instance is running",
+    409: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
     429: "Too Many Requests: retry after {retry_after}",
     502: "Bad Gateway",
 }
@@ -134,9 +133,7 @@ class FakeTelegram:
             "first_name": username.title(),
             "username": username,
         }
-        chat = self._chat(
-            chat_id, group=group or thread_id is not None, forum=thread_id is not None
-        )
+        chat = self._chat(chat_id, group=group or thread_id is not None, forum=thread_id is not None)
         message: Json = {
             "message_id": self._next_message_id(chat_id),
             "date": int(time.time()),
@@ -592,9 +589,7 @@ class _Handler(BaseHTTPRequestHandler):
                 body["parameters"] = {"retry_after": exc.retry_after}
             return self._reply(body, exc.status)
         except (ValueError, KeyError, TypeError) as exc:
-            return self._reply(
-                {"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}, 400
-            )
+            return self._reply({"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}, 400)
         self._reply({"ok": True, "result": result}, 200)
 
     def _reply(self, body: Json, status: int) -> None:

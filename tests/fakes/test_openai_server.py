@@ -60,9 +60,7 @@ def test_model_queues_answer_their_model_and_the_shared_queue_the_rest(server: F
     server.enqueue(text="shared")
     server.enqueue(text="for b", model="b")
 
-    answers = [
-        client(server).chat.completions.create(model=name, messages=HELLO) for name in ("b", "a")
-    ]
+    answers = [client(server).chat.completions.create(model=name, messages=HELLO) for name in ("b", "a")]
 
     assert [answer.choices[0].message.content for answer in answers] == ["for b", "shared"]
 

@@ -33,7 +33,10 @@ class Recording:
         self.batches: list[int] = []
 
     async def complete_batch(
-        self, conversations: Sequence[Sequence[dict[str, Any]]], sampling: SamplingParams, seeds: Sequence[int]
+        self,
+        conversations: Sequence[Sequence[dict[str, Any]]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
     ) -> list[Completion]:
         self.batches.append(len(conversations))
         return await self.backend.complete_batch(conversations, sampling, seeds)
@@ -56,7 +59,9 @@ def seeded(seed: int) -> SamplingParams:
     return SamplingParams(SAMPLING.temperature, SAMPLING.top_p, SAMPLING.max_tokens, seed)
 
 
-async def attempt(batcher: GroupBatcher, messages: list[dict[str, str]], seed: int, delay: float = 0.0) -> Completion:
+async def attempt(
+    batcher: GroupBatcher, messages: list[dict[str, str]], seed: int, delay: float = 0.0
+) -> Completion:
     async with batcher.attempt():
         await asyncio.sleep(delay)  # busy in a sandbox before its model call
         return await batcher.complete(messages, seeded(seed))
@@ -67,7 +72,11 @@ def test_attempts_at_different_tasks_share_one_batch_and_keep_their_draws(backen
     batcher = GroupBatcher(recording, window_s=30.0)  # only "everyone is waiting" can send it
 
     async def run() -> list[Completion]:
-        calls = [attempt(batcher, TASK_A, 1), attempt(batcher, TASK_B, 2, delay=0.05), attempt(batcher, TASK_A, 3, delay=0.1)]
+        calls = [
+            attempt(batcher, TASK_A, 1),
+            attempt(batcher, TASK_B, 2, delay=0.05),
+            attempt(batcher, TASK_A, 3, delay=0.1),
+        ]
         return await asyncio.gather(*calls)
 
     began = time.perf_counter()
@@ -113,7 +122,9 @@ def test_an_attempt_that_ends_lets_the_waiting_ones_go(backend: LocalBackend) ->
     assert time.perf_counter() - began < 10 and recording.batches == [1]
 
 
-def test_reserved_attempts_hold_a_batch_while_they_prepare_and_released_ones_do_not(backend: LocalBackend) -> None:
+def test_reserved_attempts_hold_a_batch_while_they_prepare_and_released_ones_do_not(
+    backend: LocalBackend,
+) -> None:
     recording = Recording(backend)
     batcher = GroupBatcher(recording, window_s=30.0)  # only "everyone is waiting" can send it
 

@@ -15,10 +15,7 @@ def results(
     """One result per pair, pair i being task `t{i // 3}` with seed `i % 3`."""
     n = len(successes)
     failures, slow = parse_failures or [0] * n, timeouts or [0] * n
-    return [
-        HeldoutResult(f"t{i // 3}", i % 3, float(successes[i]), failures[i], slow[i])
-        for i in range(n)
-    ]
+    return [HeldoutResult(f"t{i // 3}", i % 3, float(successes[i]), failures[i], slow[i]) for i in range(n)]
 
 
 def refusals(decision: GateDecision) -> list[str]:

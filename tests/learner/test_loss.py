@@ -50,7 +50,9 @@ def test_the_loss_is_the_clipped_objective_computed_by_hand() -> None:
     assert grad.flatten().tolist() == pytest.approx([0.0, -0.25 * 1.1, 0.0, 0.25 * 0.9], abs=1e-6)
 
     ratios = [1.5, 1.1, 0.6, 0.9]
-    assert terms.approx_kl.flatten().tolist() == pytest.approx([r - 1 - math.log(r) for r in ratios], abs=1e-6)
+    assert terms.approx_kl.flatten().tolist() == pytest.approx(
+        [r - 1 - math.log(r) for r in ratios], abs=1e-6
+    )
 
 
 def test_the_kl_term_is_the_k3_estimator_against_the_reference() -> None:
@@ -111,11 +113,15 @@ def test_logprobs_at_a_temperature_are_those_of_the_divided_logits(tiny_lm: torc
     everywhere = torch.ones(2, 23, dtype=torch.bool)
     with torch.no_grad():
         full = torch.log_softmax(tiny_lm(input_ids=inputs).logits.float() / 1.7, dim=-1)  # (B, T, V)
-        hot, entropy = token_logprobs(tiny_lm, inputs, targets, chunk_tokens=5, entropy_at=everywhere, temperature=1.7)
+        hot, entropy = token_logprobs(
+            tiny_lm, inputs, targets, chunk_tokens=5, entropy_at=everywhere, temperature=1.7
+        )
         raw, raw_entropy = token_logprobs(tiny_lm, inputs, targets, entropy_at=everywhere)
     torch.testing.assert_close(hot, full.gather(-1, targets[..., None]).squeeze(-1), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(entropy, -(full.exp() * full).sum(-1), atol=1e-4, rtol=1e-5)
-    assert entropy is not None and raw_entropy is not None and (entropy > raw_entropy).all()  # hotter: flatter
+    assert (
+        entropy is not None and raw_entropy is not None and (entropy > raw_entropy).all()
+    )  # hotter: flatter
     assert not torch.allclose(hot, raw)
     with pytest.raises(ValueError, match="temperature"):
         token_logprobs(tiny_lm, inputs, targets, temperature=0.0)
@@ -138,7 +144,9 @@ def test_chunked_gradients_equal_unchunked(tiny_lm: torch.nn.Module) -> None:
     tiny_lm.zero_grad()
 
 
-def test_rows_sharing_a_prompt_compute_it_once_with_the_same_logprobs_and_gradients(tiny_lm: torch.nn.Module) -> None:
+def test_rows_sharing_a_prompt_compute_it_once_with_the_same_logprobs_and_gradients(
+    tiny_lm: torch.nn.Module,
+) -> None:
     from peft import LoraConfig, get_peft_model
 
     rng = torch.Generator().manual_seed(3)
@@ -146,11 +154,17 @@ def test_rows_sharing_a_prompt_compute_it_once_with_the_same_logprobs_and_gradie
     rows = []  # a group's attempts: one prompt, completions of different lengths, right-padded
     for index, length in enumerate((7, 3, 12, 5)):
         completion = torch.randint(2, 2000, (length,), generator=rng).tolist()
-        rows.append(Row(index, "g", prompt + completion, [0] * 40 + [1] * length, [0.0] * (40 + length), 1.0, 1.0, 1.0))
+        rows.append(
+            Row(
+                index, "g", prompt + completion, [0] * 40 + [1] * length, [0.0] * (40 + length), 1.0, 1.0, 1.0
+            )
+        )
     micro = collate(rows, 1.0, "cpu")
     assert micro.shared == 40  # the prompt; the first completion token is each row's own
     weights = torch.rand(micro.mask.shape, generator=rng) * micro.mask  # (B, T)
-    model = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False))
+    model = get_peft_model(
+        copy.deepcopy(tiny_lm), LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
+    )
 
     def computed(shared: int) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         model.zero_grad()

@@ -39,7 +39,10 @@ class Recording:
         return await self.backend.complete(messages, sampling)
 
     async def complete_batch(
-        self, conversations: Sequence[Sequence[dict[str, Any]]], sampling: SamplingParams, seeds: Sequence[int]
+        self,
+        conversations: Sequence[Sequence[dict[str, Any]]],
+        sampling: SamplingParams,
+        seeds: Sequence[int],
     ) -> list[Completion]:
         self.batches.append(len(conversations))
         return await self.backend.complete_batch(conversations, sampling, seeds)

@@ -190,15 +190,24 @@ def test_truncated_unsampled_and_planner_calls_are_context_only() -> None:
     truncated = make_call([1, 2], [3, 4], finish_reason="length")
     retokenized = make_call([1, 2, 3, 4, 5], [6], extends=True, retokenized=True)
     planner = make_call([50, 51], [52], role="planner")
-    sampled = make_call([1, 2, 3, 4, 5, 6, 7], [8], extends=True, sampling={"temperature": 0.7, "constrained": True})
-    batch = build_rows([make_episode([truncated, retokenized, planner, sampled], 1.0), one_call(1, 0.0)], RowSettings())
+    sampled = make_call(
+        [1, 2, 3, 4, 5, 6, 7], [8], extends=True, sampling={"temperature": 0.7, "constrained": True}
+    )
+    batch = build_rows(
+        [make_episode([truncated, retokenized, planner, sampled], 1.0), one_call(1, 0.0)], RowSettings()
+    )
 
     row = max(batch.rows, key=lambda r: len(r.tokens))
     assert row.tokens == [1, 2, 3, 4, 5, 6, 7, 8]
     assert row.mask == [0, 0, 0, 0, 0, 0, 0, 1]
     assert row.weight == 1.0  # one trained token in the episode
     stats = batch.stats
-    assert (stats.truncated_calls, stats.unsampled_calls, stats.tempered_calls, stats.constrained_calls) == (1, 1, 1, 1)
+    assert (stats.truncated_calls, stats.unsampled_calls, stats.tempered_calls, stats.constrained_calls) == (
+        1,
+        1,
+        1,
+        1,
+    )
     assert stats.calls == 4  # executor calls of both episodes; the planner's is not one
 
     kept = build_rows([make_episode([truncated], 1.0), one_call(1, 0.0)], RowSettings(mask_truncated=False))
@@ -246,7 +255,10 @@ def test_packing_respects_the_token_budget_and_keeps_every_row() -> None:
 
 def test_the_shared_prefix_is_what_every_row_reads_alike_and_leaves_each_row_a_position() -> None:
     def rows(*token_lists: list[int]) -> list[Row]:
-        return [Row(i, "g", tokens, [1] * len(tokens), [0.0] * len(tokens), 0.0, 1.0, 0.0) for i, tokens in enumerate(token_lists)]
+        return [
+            Row(i, "g", tokens, [1] * len(tokens), [0.0] * len(tokens), 0.0, 1.0, 0.0)
+            for i, tokens in enumerate(token_lists)
+        ]
 
     assert shared_prefix(rows([1, 2, 3, 4, 5], [1, 2, 3, 9], [1, 2, 3, 4, 7])) == 3
     assert shared_prefix(rows([1, 2, 3, 4, 5], [1, 2])) == 1  # the shorter row's only input

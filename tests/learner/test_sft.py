@@ -112,6 +112,11 @@ def test_successful_training_episodes_become_examples() -> None:
         return Trajectory(episode, [call])
 
     examples = examples_from_trajectories(
-        [trajectory(1.0, "train"), trajectory(0.0, "train"), trajectory(1.0, "heldout"), trajectory(None, "train")]
+        [
+            trajectory(1.0, "train"),
+            trajectory(0.0, "train"),
+            trajectory(1.0, "heldout"),
+            trajectory(None, "train"),
+        ]
     )
     assert examples == [EXAMPLES[0]]

@@ -58,7 +58,12 @@ def test_draws_are_distinct_and_capped_at_the_pool() -> None:
 def test_learnability_favours_tasks_whose_attempts_differ_but_visits_every_task() -> None:
     sampler = TaskSampler(tasks(4), "learnability", random.Random(3))
     # t0 and t1 always solved (weight 0.004 after 20 attempts); t2 and t3 half the time (0.25).
-    sampler.record([("t0", 1.0)] * 20 + [("t1", 1.0)] * 20 + [("t2", 1.0), ("t2", 0.0)] * 10 + [("t3", 1.0), ("t3", 0.0)] * 10)
+    sampler.record(
+        [("t0", 1.0)] * 20
+        + [("t1", 1.0)] * 20
+        + [("t2", 1.0), ("t2", 0.0)] * 10
+        + [("t3", 1.0), ("t3", 0.0)] * 10
+    )
     drawn = Counter(t.id for _ in range(2000) for t in sampler.draw(1))
     assert drawn["t2"] + drawn["t3"] > 0.9 * 2000
     assert drawn["t0"] > 0 and drawn["t1"] > 0

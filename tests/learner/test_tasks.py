@@ -94,7 +94,14 @@ async def test_a_wrong_attempt_fails() -> None:
 
 @pytest.mark.parametrize(
     "family",
-    ["sort_append", "head_append", "count_lines_append", "count_words_append", "uppercase_append", "lowercase_append"],
+    [
+        "sort_append",
+        "head_append",
+        "count_lines_append",
+        "count_words_append",
+        "uppercase_append",
+        "lowercase_append",
+    ],
 )
 async def test_appending_must_keep_what_the_file_held(family: str) -> None:
     task = synthetic_suite(0, 1, families=[family])[0]
@@ -111,7 +118,9 @@ def test_grid_heldout_families_are_missing_cells_of_trained_grids() -> None:
     # Each held-out command is made of a trained operation and a trained form of the command.
     assert heldout["copy_into_dir"].split()[0] == train["copy_file"].split()[0] == "cp"
     assert train["move_into_dir"].endswith("/") and heldout["copy_into_dir"].endswith("/")
-    assert heldout["uppercase_append"].startswith("tr a-z A-Z <") and train["uppercase"].startswith("tr a-z A-Z <")
+    assert heldout["uppercase_append"].startswith("tr a-z A-Z <") and train["uppercase"].startswith(
+        "tr a-z A-Z <"
+    )
     assert heldout["count_words_append"].startswith("wc -w <") and " >> " in train["sort_append"]
     # ... and the warm start imitates every cell these pieces come from.
     assert not GRID_VERIFIER_ONLY & {"copy_file", "move_into_dir", "uppercase", "count_words", "sort_append"}
@@ -129,7 +138,9 @@ def _operation(command: str) -> list[str]:
 
 
 def test_held_out_append_cells_have_verifier_only_siblings_whose_pieces_the_warm_start_imitates() -> None:
-    task_of = {t.family: t for t in synthetic_suite(0, 1, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)}
+    task_of = {
+        t.family: t for t in synthetic_suite(0, 1, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
+    }
     assert GRID_VERIFIER_ONLY <= set(GRID_FAMILIES) - GRID_HELDOUT  # training families, no references used
     imitated = {f: t.reference[0] for f, t in task_of.items() if f not in GRID_VERIFIER_ONLY | GRID_HELDOUT}
     # (held-out cell, its sibling learned by reinforcement alone, the imitated cell with the
@@ -164,7 +175,9 @@ async def test_reference_actions_are_executor_actions() -> None:
 
 
 def test_long_references_are_split_into_actions_of_eight_commands() -> None:
-    task = Task("t", "f", "make ten files", {}, "test -f f9", reference=tuple(f"touch f{i}" for i in range(10)))
+    task = Task(
+        "t", "f", "make ten files", {}, "test -f f9", reference=tuple(f"touch f{i}" for i in range(10))
+    )
     actions = [parse_action(text) for text in reference_actions(task)]
     assert [len(a.commands) for a in actions] == [8, 2, 0]
     assert [a.task_complete for a in actions] == [False, False, True]
@@ -173,7 +186,15 @@ def test_long_references_are_split_into_actions_of_eight_commands() -> None:
 def test_no_actions_for_a_task_without_a_self_contained_reference() -> None:
     with pytest.raises(TaskError, match="no reference"):
         reference_actions(Task("t", "f", "x", {}, "true"))
-    hidden = Task("t", "f", "x", {}, "true", reference=("bash solution/solve.sh",), reference_files={"solution/solve.sh": "true"})
+    hidden = Task(
+        "t",
+        "f",
+        "x",
+        {},
+        "true",
+        reference=("bash solution/solve.sh",),
+        reference_files={"solution/solve.sh": "true"},
+    )
     with pytest.raises(TaskError, match="does not see"):
         reference_actions(hidden)
 

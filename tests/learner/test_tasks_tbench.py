@@ -27,7 +27,12 @@ def write_task(root: Path, files: dict[str, str]) -> Path:
 
 async def test_an_imported_task_whose_reference_passes_and_whose_empty_solution_fails() -> None:
     task = load_task_dir(FIXTURES / "count-fruits")
-    assert (task.id, task.family, task.difficulty, task.split) == ("count-fruits", "file-operations", 1, "heldout")
+    assert (task.id, task.family, task.difficulty, task.split) == (
+        "count-fruits",
+        "file-operations",
+        1,
+        "heldout",
+    )
     assert (task.timeout_s, task.verifier_timeout_s, task.tags) == (60.0, 30.0, ("counting", "wc"))
     assert task.source == "tbench:count-fruits" and task.instruction.startswith("# Count the fruits")
     assert dict(task.files) == {"fruits.txt": "apple\nbanana\ncherry\n"}  # no Dockerfile, no tests/
@@ -74,8 +79,16 @@ async def test_a_task_that_needs_its_image_says_why_and_is_not_run(tmp_path: Pat
 
 
 def test_task_toml_is_read_leniently(tmp_path: Path) -> None:
-    bare = load_task_dir(write_task(tmp_path / "bare", {"instruction.md": "Say hi.", "tests/test.sh": "true"}))
-    assert (bare.family, bare.difficulty, bare.timeout_s, bare.reference, bare.files) == ("tbench", None, 120.0, (), {})
+    bare = load_task_dir(
+        write_task(tmp_path / "bare", {"instruction.md": "Say hi.", "tests/test.sh": "true"})
+    )
+    assert (bare.family, bare.difficulty, bare.timeout_s, bare.reference, bare.files) == (
+        "tbench",
+        None,
+        120.0,
+        (),
+        {},
+    )
     odd = load_task_dir(write_task(tmp_path / "odd", {
         "instruction.md": "Say hi.", "tests/test.sh": "true",
         "task.toml": 'metadata = "not a table"\n[agent]\ntimeout_sec = "soon"\n[task]\nkeywords = ["a"]\n',
@@ -91,7 +104,10 @@ def test_import_reports_the_folders_that_are_not_tasks(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES, tmp_path / "set")
     write_task(tmp_path / "set" / "notes", {"README.md": "not a task"})
     write_task(tmp_path / "set" / "no-tests", {"instruction.md": "x"})
-    write_task(tmp_path / "set" / "bad-toml", {"instruction.md": "x", "tests/test.sh": "true", "task.toml": "[metadata\n"})
+    write_task(
+        tmp_path / "set" / "bad-toml",
+        {"instruction.md": "x", "tests/test.sh": "true", "task.toml": "[metadata\n"},
+    )
     write_task(tmp_path / "set" / ".git", {"HEAD": "ref"})
     (tmp_path / "set" / "README.md").write_text("a plain file is ignored")
     found = import_tasks(tmp_path / "set")
@@ -108,7 +124,9 @@ def test_import_reports_the_folders_that_are_not_tasks(tmp_path: Path) -> None:
 
 
 def test_an_environment_with_its_own_tests_folder_cannot_run_here(tmp_path: Path) -> None:
-    folder = write_task(tmp_path / "t", {"instruction.md": "x", "tests/test.sh": "true", "environment/tests/unit.py": "pass"})
+    folder = write_task(
+        tmp_path / "t", {"instruction.md": "x", "tests/test.sh": "true", "environment/tests/unit.py": "pass"}
+    )
     assert load_task_dir(folder).docker_needs == (
         "its environment has its own tests/, where the task's tests/ would be copied",
     )

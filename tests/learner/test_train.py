@@ -37,7 +37,10 @@ def sampled_episode(
     """A two-call episode sampled by `model`: the second prompt extends the first prompt and
     completion with a tool observation, as the executor loop's would."""
     tokenizer = model.tokenizer
-    messages = [{"role": "system", "content": "Reply with one JSON action."}, {"role": "user", "content": group}]
+    messages = [
+        {"role": "system", "content": "Reply with one JSON action."},
+        {"role": "user", "content": group},
+    ]
     prompt = tokenizer.encode_chat(messages)
     calls = []
     for index in range(2):
@@ -45,10 +48,20 @@ def sampled_episode(
         sample = model.sample(prompt, sampling)
         calls.append(
             RecordedCall(
-                role="executor", model=model.name, prompt_ids=list(prompt), completion_ids=sample.ids,
-                completion_logprobs=sample.logprobs, finish_reason=sample.finish_reason,
-                sampling=sampling.as_dict(), id=episode_id * 10 + index, episode_id=episode_id,
-                index=index, extends_previous=index > 0, mismatch=None, common_prefix=0, created_at=0.0,
+                role="executor",
+                model=model.name,
+                prompt_ids=list(prompt),
+                completion_ids=sample.ids,
+                completion_logprobs=sample.logprobs,
+                finish_reason=sample.finish_reason,
+                sampling=sampling.as_dict(),
+                id=episode_id * 10 + index,
+                episode_id=episode_id,
+                index=index,
+                extends_previous=index > 0,
+                mismatch=None,
+                common_prefix=0,
+                created_at=0.0,
             )  # fmt: skip
         )
         prompt = prompt + sample.ids + tokenizer.encode_text(OBSERVATION)
@@ -63,10 +76,15 @@ def sampled_episode(
 
 
 def sampled_batch(
-    model: LocalModel, seed: int, groups: tuple[str, ...] = ("count lines", "list files"), temperature: float = 1.0
+    model: LocalModel,
+    seed: int,
+    groups: tuple[str, ...] = ("count lines", "list files"),
+    temperature: float = 1.0,
 ) -> RowBatch:
     trajectories = [
-        sampled_episode(model, 100 * g + i, reward, group, seed=1000 * seed + 10 * g + i, temperature=temperature)
+        sampled_episode(
+            model, 100 * g + i, reward, group, seed=1000 * seed + 10 * g + i, temperature=temperature
+        )
         for g, group in enumerate(groups)
         for i, reward in enumerate(REWARDS)
     ]
@@ -81,7 +99,9 @@ def train_until(trainer: GRPOTrainer, steps: int, announce: bool = False) -> Non
             print(f"step {trainer.step_count}", flush=True)
 
 
-def episode_logprob(model: torch.nn.Module, row_tokens: list[int], mask: list[int], temperature: float = 1.0) -> float:
+def episode_logprob(
+    model: torch.nn.Module, row_tokens: list[int], mask: list[int], temperature: float = 1.0
+) -> float:
     """Summed logprob of a row's trained tokens under `model` (its logits divided by `temperature`)."""
     inputs = torch.tensor([row_tokens[:-1]])
     targets = torch.tensor([row_tokens[1:]])
@@ -123,7 +143,9 @@ def test_a_step_is_on_policy_and_moves_toward_the_rewarded_episodes(local: Local
 
 def test_updates_per_batch_are_that_many_updates_in_one_step(local: LocalModel) -> None:
     batch = sampled_batch(local, seed=4)
-    settings = TrainSettings(learning_rate=3e-2, lora=LoraSettings(rank=4), epsilon_low=0.05, epsilon_high=0.05)
+    settings = TrainSettings(
+        learning_rate=3e-2, lora=LoraSettings(rank=4), epsilon_low=0.05, epsilon_high=0.05
+    )
     one_at_a_time = GRPOTrainer(local, settings)
     singles = [one_at_a_time.step(batch) for _ in range(3)]
     together = GRPOTrainer(local, replace(settings, updates_per_batch=3))
@@ -131,7 +153,9 @@ def test_updates_per_batch_are_that_many_updates_in_one_step(local: LocalModel) 
     metrics = together.step(batch)
 
     assert (metrics.step, one_at_a_time.step_count) == (1, 3)  # one step, however many updates
-    for (name, mine), theirs in zip(together.policy.module.named_parameters(), one_at_a_time.policy.module.parameters(), strict=True):
+    for (name, mine), theirs in zip(
+        together.policy.module.named_parameters(), one_at_a_time.policy.module.parameters(), strict=True
+    ):
         assert torch.allclose(mine, theirs, atol=1e-6), name
     # The loss and entropy are the first update's (the sampling policy); the KL and the clip are
     # measured before the last, after two updates moved the policy away from the captured one.
@@ -143,19 +167,31 @@ def test_updates_per_batch_are_that_many_updates_in_one_step(local: LocalModel) 
         TrainSettings(updates_per_batch=0)
 
 
-def test_at_a_temperature_the_old_policy_is_the_tempered_policy_not_the_captured_logprobs(local: LocalModel) -> None:
+def test_at_a_temperature_the_old_policy_is_the_tempered_policy_not_the_captured_logprobs(
+    local: LocalModel,
+) -> None:
     hot = sampled_batch(local, seed=5, temperature=1.6)
     assert hot.stats.tempered_calls == 16
     # The captured logprobs are raw (temperature 1): garbage for a tempered ratio. Replace them
     # with anything at all, and a tempered step must not change.
-    scrambled = replace(hot, packs=[[replace(row, old_logprobs=[lp - 3.0 for lp in row.old_logprobs]) for row in pack] for pack in hot.packs])
-    settings = TrainSettings(learning_rate=3e-2, lora=LoraSettings(rank=4), temperature=1.6, updates_per_batch=2)
+    scrambled = replace(
+        hot,
+        packs=[
+            [replace(row, old_logprobs=[lp - 3.0 for lp in row.old_logprobs]) for row in pack]
+            for pack in hot.packs
+        ],
+    )
+    settings = TrainSettings(
+        learning_rate=3e-2, lora=LoraSettings(rank=4), temperature=1.6, updates_per_batch=2
+    )
     trainers = [GRPOTrainer(local, settings) for _ in range(2)]
     before = [episode_logprob(trainers[0].policy.module, r.tokens, r.mask, temperature=1.6) for r in hot.rows]
 
     metrics = [trainer.step(batch) for trainer, batch in zip(trainers, (hot, scrambled), strict=True)]
 
-    for mine, theirs in zip(trainers[0].policy.module.parameters(), trainers[1].policy.module.parameters(), strict=True):
+    for mine, theirs in zip(
+        trainers[0].policy.module.parameters(), trainers[1].policy.module.parameters(), strict=True
+    ):
         assert torch.equal(mine, theirs)
     assert metrics[0] == replace(metrics[1], seconds=metrics[0].seconds)
     # The second update's ratios are against the first update's tempered policy: the first moved it.
@@ -166,7 +202,10 @@ def test_at_a_temperature_the_old_policy_is_the_tempered_policy_not_the_captured
     # At temperature 1 the captured logprobs are the old policy: scrambling them changes the step.
     raw = [GRPOTrainer(local, replace(settings, temperature=1.0)) for _ in range(2)]
     raw[0].step(hot), raw[1].step(scrambled)
-    assert not all(torch.equal(a, b) for a, b in zip(raw[0].policy.module.parameters(), raw[1].policy.module.parameters(), strict=True))
+    assert not all(
+        torch.equal(a, b)
+        for a, b in zip(raw[0].policy.module.parameters(), raw[1].policy.module.parameters(), strict=True)
+    )
     with pytest.raises(ValueError, match="temperature"):
         TrainSettings(temperature=0.0)
 
@@ -175,7 +214,9 @@ def test_lora_trains_only_the_adapter_and_hands_the_weights_back(local: LocalMod
     batch = sampled_batch(local, seed=1)
     captured = batch.rows[0]
     trainer = GRPOTrainer(local, TrainSettings(learning_rate=1e-2, lora=LoraSettings(rank=4)))
-    frozen = {n: p.detach().clone() for n, p in trainer.policy.module.named_parameters() if not p.requires_grad}
+    frozen = {
+        n: p.detach().clone() for n, p in trainer.policy.module.named_parameters() if not p.requires_grad
+    }
     for _ in range(3):
         trainer.step(batch)
     for name, parameter in trainer.policy.module.named_parameters():
@@ -241,7 +282,9 @@ SETTINGS = TrainSettings(learning_rate=5e-3, lora=LoraSettings(rank=4))
 STEPS = 5
 
 
-def test_training_killed_mid_run_resumes_to_the_same_weights(model_dir: Path, local: LocalModel, tmp_path: Path) -> None:
+def test_training_killed_mid_run_resumes_to_the_same_weights(
+    model_dir: Path, local: LocalModel, tmp_path: Path
+) -> None:
     checkpoints = tmp_path / "checkpoints"
     environment = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
     errors = (tmp_path / "stderr").open("w")

@@ -49,7 +49,9 @@ def test_the_reference_becomes_one_action_that_runs_it_and_ends_the_task() -> No
     assert example.messages[-1] == {"role": "user", "content": task.instruction}
 
 
-async def test_a_curve_that_never_left_zero_stops_nothing_and_the_last_epoch_is_kept(local: LocalModel, tmp_path: Path) -> None:
+async def test_a_curve_that_never_left_zero_stops_nothing_and_the_last_epoch_is_kept(
+    local: LocalModel, tmp_path: Path
+) -> None:
     train = synthetic_suite(0, 2, families=["count_lines", "sort_lines"], heldout_families=[])
     heldout = synthetic_suite(0, 1, families=["count_words"])
     with MemoryStore.open(tmp_path / "m.db") as store:
@@ -65,11 +67,18 @@ async def test_a_curve_that_never_left_zero_stops_nothing_and_the_last_epoch_is_
     assert (warm.model_dir / "config.json").exists() and LocalModel.load(warm.model_dir)
 
 
-async def test_the_deadline_stops_the_warm_start_after_the_epoch_running(local: LocalModel, tmp_path: Path) -> None:
+async def test_the_deadline_stops_the_warm_start_after_the_epoch_running(
+    local: LocalModel, tmp_path: Path
+) -> None:
     train = synthetic_suite(0, 2, families=["count_lines"], heldout_families=[])
     heldout = synthetic_suite(0, 1, families=["count_words"])
     with MemoryStore.open(tmp_path / "m.db") as store:
         warm = await warm_start(
-            local, train, heldout, store, tmp_path, settings(patience=10, min_epochs=10, deadline=time.time() - 1)
+            local,
+            train,
+            heldout,
+            store,
+            tmp_path,
+            settings(patience=10, min_epochs=10, deadline=time.time() - 1),
         )
     assert [epoch for epoch, _, _ in warm.curve] == [1]

@@ -14,14 +14,27 @@ def test_a_session_resumes_exactly_as_the_model_saw_it(store: MemoryStore, sessi
     store.add_message(session_id=session_id, user_id=user, role="user", content="list my files")
     call = ToolCallRecord("call_1", "list_files", '{"path": "."}')
     store.add_message(session_id=session_id, user_id=user, role="assistant", content="", tool_calls=[call])
-    store.add_message(session_id=session_id, user_id=user, role="tool", content="a.txt\nb.txt", tool_call_id="call_1")
-    store.add_message(session_id=session_id, user_id=user, role="assistant", content="You have a.txt and b.txt.")
+    store.add_message(
+        session_id=session_id, user_id=user, role="tool", content="a.txt\nb.txt", tool_call_id="call_1"
+    )
+    store.add_message(
+        session_id=session_id, user_id=user, role="assistant", content="You have a.txt and b.txt."
+    )
     summary, turns = store.conversation(session_id)
     assert summary is None
     assert [t.to_chat() for t in turns] == [
         {"role": "user", "content": "list my files"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": '{"path": "."}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "list_files", "arguments": '{"path": "."}'},
+                }
+            ],
+        },
         {"role": "tool", "content": "a.txt\nb.txt", "tool_call_id": "call_1"},
         {"role": "assistant", "content": "You have a.txt and b.txt."},
     ]
@@ -32,7 +45,10 @@ def test_a_session_resumes_exactly_as_the_model_saw_it(store: MemoryStore, sessi
 
 def test_summaries_stand_in_for_older_turns(store: MemoryStore, session) -> None:
     session_id, user = session
-    ids = [store.add_message(session_id=session_id, user_id=user, role="user", content=f"note {i}") for i in range(5)]
+    ids = [
+        store.add_message(session_id=session_id, user_id=user, role="user", content=f"note {i}")
+        for i in range(5)
+    ]
     store.add_summary(session_id, ids[2], "The user wrote notes 0 to 2.")
     summary, turns = store.conversation(session_id)
     assert summary.text == "The user wrote notes 0 to 2." and summary.through_message_id == ids[2]

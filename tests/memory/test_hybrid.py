@@ -17,13 +17,17 @@ def embedder() -> SentenceEmbedder:
         pytest.skip(str(error))
 
 
-def test_hybrid_finds_what_shares_no_word_with_the_question(store: MemoryStore, embedder: SentenceEmbedder) -> None:
-    store.add_messages([
-        NewMessage("s", "ana", "user", "My sister just moved to Lisbon for her new job", 1.0, "fact"),
-        NewMessage("s", "ana", "user", "Where should we eat tonight, pizza or sushi?", 2.0, "food"),
-        NewMessage("s", "ana", "user", "The printer on floor two is jammed again", 3.0, "printer"),
-        NewMessage("t", "bo", "user", "My brother relocated to Madrid last spring", 4.0, "bo-fact"),
-    ])
+def test_hybrid_finds_what_shares_no_word_with_the_question(
+    store: MemoryStore, embedder: SentenceEmbedder
+) -> None:
+    store.add_messages(
+        [
+            NewMessage("s", "ana", "user", "My sister just moved to Lisbon for her new job", 1.0, "fact"),
+            NewMessage("s", "ana", "user", "Where should we eat tonight, pizza or sushi?", 2.0, "food"),
+            NewMessage("s", "ana", "user", "The printer on floor two is jammed again", 3.0, "printer"),
+            NewMessage("t", "bo", "user", "My brother relocated to Madrid last spring", 4.0, "bo-fact"),
+        ]
+    )
     question = "which city does my sibling live in now?"
     assert store.search(question, user="ana") == []  # no shared word: lexical search is blind
     index = VectorIndex.open(store, embedder)
@@ -38,7 +42,9 @@ def test_hybrid_finds_what_shares_no_word_with_the_question(store: MemoryStore, 
 
 
 def test_deleted_messages_drop_out_and_are_pruned(store: MemoryStore, embedder: SentenceEmbedder) -> None:
-    store.add_messages([NewMessage("s", "ana", "user", "the cabin wifi password is on the fridge", 1.0, "wifi")])
+    store.add_messages(
+        [NewMessage("s", "ana", "user", "the cabin wifi password is on the fridge", 1.0, "wifi")]
+    )
     index = VectorIndex.open(store, embedder)
     index.backfill()
     store.delete_message(store.search("wifi", user="ana")[0].id)

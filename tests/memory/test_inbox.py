@@ -69,8 +69,12 @@ def test_a_reply_is_an_intent_until_marked_sent(store: MemoryStore) -> None:
     user = store.ensure_user("tg:ana")
     session = store.ensure_session("tg:c1:", user_id=user)
     episode = store.start_episode(session, user, "hi")
-    reply = store.add_reply(item, platform="tg", chat_id="c1", thread_id="", reply_to="7", text="hello", episode_id=episode)
-    again = store.add_reply(item, platform="tg", chat_id="c1", thread_id="", reply_to="7", text="other", episode_id=None)
+    reply = store.add_reply(
+        item, platform="tg", chat_id="c1", thread_id="", reply_to="7", text="hello", episode_id=episode
+    )
+    again = store.add_reply(
+        item, platform="tg", chat_id="c1", thread_id="", reply_to="7", text="other", episode_id=None
+    )
     assert again == reply and again.text == "hello"  # one reply per item: the first stays
     assert reply.sent_at is None and reply.idempotency_key == f"temper-reply-{reply.id}"
     assert store.reply_for(item) == reply
@@ -86,7 +90,9 @@ def test_a_reply_is_an_intent_until_marked_sent(store: MemoryStore) -> None:
 
 def test_pruning_forgets_old_finished_items_with_their_replies(store: MemoryStore) -> None:
     done, pending = put(store, "m1", "A"), put(store, "m2", "B")
-    reply = store.add_reply(done, platform="tg", chat_id="c1", thread_id="", reply_to=None, text="x", episode_id=None)
+    reply = store.add_reply(
+        done, platform="tg", chat_id="c1", thread_id="", reply_to=None, text="x", episode_id=None
+    )
     store.mark_reply_sent(reply, ["c1:1"])
     assert store.prune_inbox(older_than_s=3600) == 0
     assert store.prune_inbox(older_than_s=-1) == 1  # everything finished counts as old
@@ -111,7 +117,12 @@ def test_a_pairing_code_is_issued_once_and_approved_once(store: MemoryStore) -> 
     assert not store.has_access_grant("tg", "42")
 
     grant = store.approve_pairing(code.display.lower())  # any case, with the dash
-    assert (grant.platform, grant.platform_user_id, grant.user_name, grant.via) == ("tg", "42", "Ana", "pairing")
+    assert (grant.platform, grant.platform_user_id, grant.user_name, grant.via) == (
+        "tg",
+        "42",
+        "Ana",
+        "pairing",
+    )
     assert store.has_access_grant("tg", "42")
     assert store.pending_pairing_codes() == []
     with pytest.raises(PairingError, match="not a pending code"):
@@ -147,7 +158,9 @@ def test_failed_approvals_lock_approving_for_a_while(store: MemoryStore) -> None
 def test_grants_and_revocation(store: MemoryStore) -> None:
     store.grant_access("slack", "U1", "Bo")
     code = issue(store)
-    assert [(g.platform, g.platform_user_id, g.via) for g in store.access_grants()] == [("slack", "U1", "operator")]
+    assert [(g.platform, g.platform_user_id, g.via) for g in store.access_grants()] == [
+        ("slack", "U1", "operator")
+    ]
     assert store.revoke_access("slack", "U1") is True
     assert store.revoke_access("slack", "U1") is False
     assert store.revoke_access("tg", "42") is False  # no grant, but the live code is withdrawn

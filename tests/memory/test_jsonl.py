@@ -6,9 +6,23 @@ from pathlib import Path
 from memory import MemoryStore, export_jsonl, import_jsonl
 
 GOOD = [
-    {"id": "a1", "session": "s1", "user": "ana", "role": "user", "content": "first", "ts": "2026-10-01T10:00:00Z"},
+    {
+        "id": "a1",
+        "session": "s1",
+        "user": "ana",
+        "role": "user",
+        "content": "first",
+        "ts": "2026-10-01T10:00:00Z",
+    },
     {"session": "s1", "user": "ana", "role": "assistant", "content": "no id here", "ts": 1790000000},
-    {"id": "a3", "session": "s2", "user": "bo", "role": "tool", "content": "naïve café 東京 🎉", "ts": "2026-10-02T10:00:00.123456+02:00"},
+    {
+        "id": "a3",
+        "session": "s2",
+        "user": "bo",
+        "role": "tool",
+        "content": "naïve café 東京 🎉",
+        "ts": "2026-10-02T10:00:00.123456+02:00",
+    },
     {"id": 42, "session": "s2", "user": "bo", "role": "system", "content": "", "ts": "1790000001.5"},
 ]
 

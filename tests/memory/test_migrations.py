@@ -17,8 +17,18 @@ def test_empty_database_migrates_to_latest(tmp_path: Path) -> None:
     applied = migrate(db)
     assert applied == [m.__name__ for m in MIGRATIONS]
     assert current_version(db) == len(MIGRATIONS)
-    assert {"users", "identities", "sessions", "messages", "facts", "episodes", "messages_fts",
-            "messages_trigram", "message_docs", "migrations"} <= tables(db)
+    assert {
+        "users",
+        "identities",
+        "sessions",
+        "messages",
+        "facts",
+        "episodes",
+        "messages_fts",
+        "messages_trigram",
+        "message_docs",
+        "migrations",
+    } <= tables(db)
     assert migrate(db) == []  # applied once each
     assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
     assert db.execute("pragma foreign_keys").fetchone()[0] == 1
@@ -29,13 +39,21 @@ def test_database_at_oldest_version_keeps_its_rows_and_indexes_them(tmp_path: Pa
     db = connect(tmp_path / "old.db")
     migrate(db, target=1)
     db.execute("insert into users(id, handle, created_at) values (1, 'ana', 0)")
-    db.execute("insert into sessions(id, key, platform, chat_id, created_at, updated_at) values (1, 'k', 'cli', 'k', 0, 0)")
-    db.execute("insert into messages(session_id, user_id, role, content, ts) values (1, 1, 'user', 'the harbour ferry leaves at noon', 5)")
-    db.execute("insert into messages(session_id, user_id, role, content, ts) values (1, 1, 'user', '渡し船は正午に出発します', 6)")
+    db.execute(
+        "insert into sessions(id, key, platform, chat_id, created_at, updated_at) values (1, 'k', 'cli', 'k', 0, 0)"
+    )
+    db.execute(
+        "insert into messages(session_id, user_id, role, content, ts) values (1, 1, 'user', 'the harbour ferry leaves at noon', 5)"
+    )
+    db.execute(
+        "insert into messages(session_id, user_id, role, content, ts) values (1, 1, 'user', '渡し船は正午に出発します', 6)"
+    )
     db.close()
     with MemoryStore.open(tmp_path / "old.db") as store:
         assert store.stats().schema_version == len(MIGRATIONS)
-        assert [h.content for h in store.search("ferries", user="ana")] == ["the harbour ferry leaves at noon"]
+        assert [h.content for h in store.search("ferries", user="ana")] == [
+            "the harbour ferry leaves at noon"
+        ]
         assert [h.content for h in store.search("正午に出発", user="ana")] == ["渡し船は正午に出発します"]
 
 

@@ -9,10 +9,44 @@ from memory import MemoryStore, NewMessage
 from memory.query import MAX_TERMS, parse_query
 
 HOSTILE = [
-    "", " ", "?", '"', '"unbalanced', "a\"b", "AND", "OR NOT", "NEAR(a b", "NEAR/3", "a AND OR b",
-    "col:val", "{content}: x", "^start", "*", "**", "a*b*", "-", "--", "e-mail", "(((", ")",
-    "'; drop table messages; --", "\x00", "🎉🎉", "👨‍👩‍👧", "x" * 10_000, "word " * 2_000,
-    "日本語の質問", "Привет мир", "مرحبا", "\u202e", "\ufeff", "\\", "%", "_", "[", "]",
+    "",
+    " ",
+    "?",
+    '"',
+    '"unbalanced',
+    'a"b',
+    "AND",
+    "OR NOT",
+    "NEAR(a b",
+    "NEAR/3",
+    "a AND OR b",
+    "col:val",
+    "{content}: x",
+    "^start",
+    "*",
+    "**",
+    "a*b*",
+    "-",
+    "--",
+    "e-mail",
+    "(((",
+    ")",
+    "'; drop table messages; --",
+    "\x00",
+    "🎉🎉",
+    "👨‍👩‍👧",
+    "x" * 10_000,
+    "word " * 2_000,
+    "日本語の質問",
+    "Привет мир",
+    "مرحبا",
+    "\u202e",
+    "\ufeff",
+    "\\",
+    "%",
+    "_",
+    "[",
+    "]",
 ]
 
 
@@ -22,7 +56,9 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory):
     with MemoryStore.open(path) as store:
         store.add_messages(
             NewMessage("s", "ana", "user", text, float(i), f"m{i}")
-            for i, text in enumerate(["AND OR NOT NEAR", "e-mail from bob", "日本語の質問です", "🎉 party", "100% sure"])
+            for i, text in enumerate(
+                ["AND OR NOT NEAR", "e-mail from bob", "日本語の質問です", "🎉 party", "100% sure"]
+            )
         )
         yield store
 

@@ -32,7 +32,9 @@ def labelled(tmp_path_factory):
 
 def test_lexical_recall_floors(labelled) -> None:
     bench, store, questions = labelled
-    ranked = [[h.external_id for h in store.search(q["question"], user=q["user"], limit=10)] for q in questions]
+    ranked = [
+        [h.external_id for h in store.search(q["question"], user=q["user"], limit=10)] for q in questions
+    ]
     table = bench.recall(ranked, questions)
     assert table["lexical"][10] == 1.0
     assert table["partial"][10] >= 0.95
@@ -43,7 +45,10 @@ def test_lexical_recall_floors(labelled) -> None:
 
 def test_lexical_search_beats_plain_fts5_or(labelled) -> None:
     bench, store, questions = labelled
-    ours = bench.recall([[h.external_id for h in store.search(q["question"], user=q["user"], limit=10)] for q in questions], questions)
+    ours = bench.recall(
+        [[h.external_id for h in store.search(q["question"], user=q["user"], limit=10)] for q in questions],
+        questions,
+    )
     baseline = bench.recall(bench.baseline_ranking(store, questions), questions)
     assert ours["all"][1] > baseline["all"][1]
     assert ours["all"][10] >= baseline["all"][10]

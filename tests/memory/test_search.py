@@ -12,7 +12,9 @@ NOW = time.time()
 def load(store: MemoryStore, rows: list[tuple[str, str, str, str, float]]) -> None:
     """rows: (external id, user, session, content, age in days)."""
     store.add_messages(
-        NewMessage(session=session, user=user, role="user", content=content, ts=NOW - age * DAY, external_id=eid)
+        NewMessage(
+            session=session, user=user, role="user", content=content, ts=NOW - age * DAY, external_id=eid
+        )
         for eid, user, session, content, age in rows
     )
 
@@ -24,16 +26,19 @@ def found(store: MemoryStore, text: str, **kwargs) -> list[str]:
 
 @pytest.fixture
 def chat(store: MemoryStore) -> MemoryStore:
-    load(store, [
-        ("sister", "ana", "a1", "My sister just moved to Lisbon for her new job at the aquarium", 40),
-        ("moving", "ana", "a1", "We are moving the team offsite to next Friday", 10),
-        ("dentist", "ana", "a2", "Dentist appointment on the 14th at 9:30, don't forget", 20),
-        ("db", "ana", "a2", "We decided to use Postgres 16 for the billing service", 30),
-        ("err", "ana", "a3", "The installer failed with ERR_0x80040154 again", 5),
-        ("kanji", "ana", "a3", "来週の会議は木曜日に変更になりました", 3),
-        ("cafe", "ana", "a3", "Meet me at the café near the station", 2),
-        ("bo-sister", "bo", "b1", "My sister moved to Berlin last year", 1),
-    ])
+    load(
+        store,
+        [
+            ("sister", "ana", "a1", "My sister just moved to Lisbon for her new job at the aquarium", 40),
+            ("moving", "ana", "a1", "We are moving the team offsite to next Friday", 10),
+            ("dentist", "ana", "a2", "Dentist appointment on the 14th at 9:30, don't forget", 20),
+            ("db", "ana", "a2", "We decided to use Postgres 16 for the billing service", 30),
+            ("err", "ana", "a3", "The installer failed with ERR_0x80040154 again", 5),
+            ("kanji", "ana", "a3", "来週の会議は木曜日に変更になりました", 3),
+            ("cafe", "ana", "a3", "Meet me at the café near the station", 2),
+            ("bo-sister", "bo", "b1", "My sister moved to Berlin last year", 1),
+        ],
+    )
     return store
 
 
@@ -83,7 +88,13 @@ def test_filters_by_session_role_and_time(chat: MemoryStore) -> None:
 
 
 def test_recency_breaks_ties(store: MemoryStore) -> None:
-    load(store, [("old", "ana", "s", "the garden hose is leaking", 400), ("new", "ana", "s", "the garden hose is leaking", 1)])
+    load(
+        store,
+        [
+            ("old", "ana", "s", "the garden hose is leaking", 400),
+            ("new", "ana", "s", "the garden hose is leaking", 1),
+        ],
+    )
     assert found(store, "garden hose") == ["new", "old"]
     [new, old] = store.search("garden hose", user="ana")
     assert new.score > old.score
@@ -98,7 +109,9 @@ def test_snippets_mark_the_matches(chat: MemoryStore) -> None:
 def test_common_word_queries_answer_from_the_newest_window(store: MemoryStore, monkeypatch) -> None:
     # With more matches than the window, the newest window is ranked, not every match.
     monkeypatch.setattr(search_module, "WINDOW", 50)
-    load(store, [(f"m{i}", "ana", "s", f"status update number {i} for the team", 1000 - i) for i in range(300)])
+    load(
+        store, [(f"m{i}", "ana", "s", f"status update number {i} for the team", 1000 - i) for i in range(300)]
+    )
     hits = found(store, "status update team", limit=10)
     assert len(hits) == 10
     newest_window = {f"m{i}" for i in range(250, 300)}
@@ -116,7 +129,10 @@ def test_scoped_common_words_search_the_newest_rows_first_without_losing_rare_an
     monkeypatch.setattr(search_module, "PROBE_CAP", 20)
     monkeypatch.setattr(search_module, "SCOPE_WINDOW", 10)
     load(store, [("lisbon", "ana", "s", "my sister moved to Lisbon", 90)])
-    load(store, [(f"call{i}", "ana", "s", f"my sister called about dinner {i}", 50 - i * 0.1) for i in range(60)])
+    load(
+        store,
+        [(f"call{i}", "ana", "s", f"my sister called about dinner {i}", 50 - i * 0.1) for i in range(60)],
+    )
     load(store, [(f"bo{i}", "bo", "t", "my sister called about dinner", 1) for i in range(30)])
     # "sister" is dense in ana's scope, "lisbon" rare: the rare term's match is not floored.
     assert found(store, "sister Lisbon")[0] == "lisbon"

@@ -34,7 +34,9 @@ def test_fine_grained_github_token_and_private_key_block() -> None:
 
 
 def test_passwords_in_urls_and_assignments_keep_their_context() -> None:
-    text, found = redact("git clone https://bob:s3cr3t@example.com/r.git; curl 'http://h/login?user=a&password=pw123&x=1'")
+    text, found = redact(
+        "git clone https://bob:s3cr3t@example.com/r.git; curl 'http://h/login?user=a&password=pw123&x=1'"
+    )
     assert text == (
         "git clone https://bob:[REDACTED:url_password]@example.com/r.git;"
         " curl 'http://h/login?user=a&password=[REDACTED:password]&x=1'"
@@ -46,7 +48,10 @@ def test_passwords_in_urls_and_assignments_keep_their_context() -> None:
 
 
 def test_configured_secrets_longest_first_and_short_ones_ignored() -> None:
-    text, found = redact("tokens: abcdef-ghijkl and abcdef-ghijkl-mnop, pin 1234", ["abcdef-ghijkl", "abcdef-ghijkl-mnop", "1234"])
+    text, found = redact(
+        "tokens: abcdef-ghijkl and abcdef-ghijkl-mnop, pin 1234",
+        ["abcdef-ghijkl", "abcdef-ghijkl-mnop", "1234"],
+    )
     assert text == "tokens: [REDACTED:configured] and [REDACTED:configured], pin 1234"
     assert found == ["configured"]
 
@@ -72,8 +77,20 @@ def test_redacting_twice_changes_nothing_and_finds_nothing() -> None:
 
 
 def test_json_like_values_are_redacted_inside() -> None:
-    messages = [{"role": "tool", "content": f"env: {SECRETS['openai_key']}", "tool_calls": [{"arguments": '{"k": "AKIAIOSFODNN7EXAMPLE"}'}]}]
+    messages = [
+        {
+            "role": "tool",
+            "content": f"env: {SECRETS['openai_key']}",
+            "tool_calls": [{"arguments": '{"k": "AKIAIOSFODNN7EXAMPLE"}'}],
+        }
+    ]
     redacted, found = Redactor.for_secrets(()).value(messages)
-    assert redacted == [{"role": "tool", "content": "env: [REDACTED:openai_key]", "tool_calls": [{"arguments": '{"k": "[REDACTED:aws_access_key]"}'}]}]
+    assert redacted == [
+        {
+            "role": "tool",
+            "content": "env: [REDACTED:openai_key]",
+            "tool_calls": [{"arguments": '{"k": "[REDACTED:aws_access_key]"}'}],
+        }
+    ]
     assert found == {"openai_key", "aws_access_key"}
     assert messages[0]["content"].startswith("env: sk-")  # the caller's data is not changed

@@ -10,7 +10,14 @@ def fts_integrity(store: MemoryStore) -> None:
     store.db.execute("insert into messages_fts(messages_fts, rank) values ('integrity-check', 1)")
 
 
-def add(store: MemoryStore, text: str, user: str = "ana", session: str = "s1", role: str = "user", ts: float | None = None) -> int:
+def add(
+    store: MemoryStore,
+    text: str,
+    user: str = "ana",
+    session: str = "s1",
+    role: str = "user",
+    ts: float | None = None,
+) -> int:
     user_id = store.ensure_user(user)
     session_id = store.ensure_session(session, user_id=user_id)
     return store.add_message(session_id=session_id, user_id=user_id, role=role, content=text, ts=ts)
@@ -46,7 +53,9 @@ def test_trigram_index_follows_updates_between_scripts(store: MemoryStore) -> No
 def test_text_is_stored_once(store: MemoryStore) -> None:
     add(store, "zebra " * 200)
     # External-content index: no copy of the text inside the FTS tables.
-    content_tables = {row[0] for row in store.db.execute("select name from sqlite_schema where name like 'messages_fts%'")}
+    content_tables = {
+        row[0] for row in store.db.execute("select name from sqlite_schema where name like 'messages_fts%'")
+    }
     assert "messages_fts_content" not in content_tables
 
 
@@ -67,7 +76,10 @@ def test_users_identities_and_sessions(store: MemoryStore) -> None:
 
 
 def test_external_ids_deduplicate(store: MemoryStore) -> None:
-    batch = [NewMessage("s", "ana", "user", "one", 1.0, "x1"), NewMessage("s", "ana", "user", "two", 2.0, "x2")]
+    batch = [
+        NewMessage("s", "ana", "user", "one", 1.0, "x1"),
+        NewMessage("s", "ana", "user", "two", 2.0, "x2"),
+    ]
     assert store.add_messages(batch).added == 2
     report = store.add_messages(batch + [NewMessage("s", "ana", "user", "three", 3.0, "x3")])
     assert (report.added, report.duplicates) == (1, 2)
@@ -76,7 +88,9 @@ def test_external_ids_deduplicate(store: MemoryStore) -> None:
 
 def test_bad_role_is_refused_before_anything_is_written(store: MemoryStore) -> None:
     with pytest.raises(ValueError, match="role must be one of"):
-        store.add_messages([NewMessage("s", "ana", "user", "ok", 1.0, "a"), NewMessage("s", "ana", "boss", "no", 2.0, "b")])
+        store.add_messages(
+            [NewMessage("s", "ana", "user", "ok", 1.0, "a"), NewMessage("s", "ana", "boss", "no", 2.0, "b")]
+        )
     assert store.stats().messages == 0
     assert store.stats().users == 0  # the transaction rolled back, users included
     assert store.add_messages([NewMessage("s", "ana", "user", "ok", 1.0, "a")]).added == 1
@@ -87,7 +101,12 @@ def test_facts_belong_to_a_user(store: MemoryStore) -> None:
     source = add(store, "I am allergic to shellfish")
     fact_id = store.add_fact(ana, "allergic to shellfish", source_message_id=source, confidence=0.9)
     [fact] = store.facts_for(ana)
-    assert (fact.id, fact.statement, fact.source_message_id, fact.confidence) == (fact_id, "allergic to shellfish", source, 0.9)
+    assert (fact.id, fact.statement, fact.source_message_id, fact.confidence) == (
+        fact_id,
+        "allergic to shellfish",
+        source,
+        0.9,
+    )
     assert store.facts_for(store.ensure_user("bo")) == []
     with pytest.raises(ValueError):
         store.add_fact(ana, "x", confidence=1.5)
@@ -119,7 +138,9 @@ def test_writes_in_one_transaction_are_stored_together_or_not_at_all(store: Memo
         raise RuntimeError("crash between the writes")
     assert [m.content for m in store.recent_messages(session_id)] == ["hello"]
     assert store.latest_episode(session_id).id == episode_id
-    store.add_message(session_id=session_id, user_id=user_id, role="user", content="later")  # the store still writes
+    store.add_message(
+        session_id=session_id, user_id=user_id, role="user", content="later"
+    )  # the store still writes
     assert store.stats().messages == 2
 
 

@@ -18,11 +18,16 @@ from memory.trajectory_records import TrajectoryFilter
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
 
 
-def episode_calls(turns: int = 10, seed: int = 0, system: int = 300, completion: int = 60, observation: int = 40) -> list[StoredCall]:
+def episode_calls(
+    turns: int = 10, seed: int = 0, system: int = 300, completion: int = 60, observation: int = 40
+) -> list[StoredCall]:
     """Calls of one episode in which each prompt extends the previous prompt + completion."""
     rng = random.Random(seed)
     prompt = [rng.randrange(50_000) for _ in range(system)]
-    messages: list[dict] = [{"role": "system", "content": "You run commands."}, {"role": "user", "content": "list files"}]
+    messages: list[dict] = [
+        {"role": "system", "content": "You run commands."},
+        {"role": "user", "content": "list files"},
+    ]
     calls = []
     for turn in range(turns):
         sampled = [rng.randrange(50_000) for _ in range(completion)]
@@ -36,7 +41,10 @@ def episode_calls(turns: int = 10, seed: int = 0, system: int = 300, completion:
             )
         )  # fmt: skip
         prompt = prompt + sampled + [rng.randrange(50_000) for _ in range(observation)]
-        messages = messages + [{"role": "assistant", "content": text}, {"role": "user", "content": f"output {turn}"}]
+        messages = messages + [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": f"output {turn}"},
+        ]
     return calls
 
 
@@ -70,13 +78,24 @@ def test_calls_round_trip_with_prefix_sharing(store: MemoryStore) -> None:
     assert [c.extends_previous for c in stored] == [False] + [True] * 9
     assert stored[0].mismatch is None and store.prefix_mismatches() == {}
     # Only the appended tokens were stored: each row's suffix is the observation after call 0.
-    suffixes = [row[0] for row in store.db.execute("select length(prompt_suffix) / 4 from model_calls order by id")]
+    suffixes = [
+        row[0] for row in store.db.execute("select length(prompt_suffix) / 4 from model_calls order by id")
+    ]
     assert suffixes == [300] + [40] * 9
     episode = store.executor_episode(episode_id)
     assert (episode.kind, episode.split, episode.group_id, episode.snapshot_id, episode.snapshot_bytes) == (
-        "executor", "train", "g1", "sha256:abc", 10_240)
+        "executor",
+        "train",
+        "g1",
+        "sha256:abc",
+        10_240,
+    )
     assert (episode.verifier, episode.sandbox_backend, episode.status, episode.contains_secret) == (
-        "test -f out.txt", "bwrap", "running", False)
+        "test -f out.txt",
+        "bwrap",
+        "running",
+        False,
+    )
 
 
 def test_ten_call_episode_costs_at_most_8_bytes_per_final_token(store: MemoryStore) -> None:
@@ -97,7 +116,12 @@ def test_a_call_that_does_not_extend_is_counted_and_shares_only_the_common_prefi
     re_encoded = rewritten + calls[2].completion_ids + observation
     re_encoded[len(rewritten) + 1] += 1  # the sampled completion came back re-encoded
 
-    changed = [calls[0], calls[1], replace(calls[2], prompt_ids=rewritten), replace(calls[3], prompt_ids=re_encoded)]
+    changed = [
+        calls[0],
+        calls[1],
+        replace(calls[2], prompt_ids=rewritten),
+        replace(calls[3], prompt_ids=re_encoded),
+    ]
     episode_id = record_episode(store, changed)
     stored = store.calls(episode_id)
     assert [c.prompt_ids for c in stored] == [c.prompt_ids for c in changed]
@@ -105,7 +129,12 @@ def test_a_call_that_does_not_extend_is_counted_and_shares_only_the_common_prefi
     assert [c.mismatch for c in stored] == [None, None, "prompt_diverged", "completion_diverged"]
     assert (stored[2].common_prefix, stored[3].common_prefix) == (10, len(rewritten) + 1)
     # Only what follows the prefix both still share is stored again.
-    suffixes = [row[0] for row in store.db.execute("select length(prompt_suffix) / 4 from model_calls where call_index >= 2 order by call_index")]
+    suffixes = [
+        row[0]
+        for row in store.db.execute(
+            "select length(prompt_suffix) / 4 from model_calls where call_index >= 2 order by call_index"
+        )
+    ]
     assert suffixes == [len(rewritten) - 10, len(re_encoded) - len(rewritten) - 1]
     assert store.prefix_mismatches() == {"prompt_diverged": 1, "completion_diverged": 1}
 
@@ -129,7 +158,11 @@ def test_roles_chain_separately_and_judge_calls_do_not_break_sharing(store: Memo
                        finish_reason="stop", text="score: 1")  # fmt: skip
     episode_id = record_episode(store, [a, judge, b])
     stored = store.calls(episode_id)
-    assert [(c.role, c.extends_previous) for c in stored] == [("executor", False), ("judge", False), ("executor", True)]
+    assert [(c.role, c.extends_previous) for c in stored] == [
+        ("executor", False),
+        ("judge", False),
+        ("executor", True),
+    ]
     assert stored[2].prompt_ids == b.prompt_ids and stored[1].completion_logprobs == []
 
 
@@ -173,13 +206,18 @@ def test_secrets_are_redacted_in_stored_text_and_the_episode_is_marked(store: Me
     # The next call repeats the leaky message: it is reused redacted, not stored in the clear.
     follow = replace(leaky, messages=leaky.messages + [{"role": "user", "content": "and now?"}], text="ok")
     store.record_call(episode_id, follow)
-    assert [m["content"] for m in store.calls(episode_id)[1].messages] == ["log in with [REDACTED:configured]", "and now?"]
+    assert [m["content"] for m in store.calls(episode_id)[1].messages] == [
+        "log in with [REDACTED:configured]",
+        "and now?",
+    ]
     in_task = store.start_executor_episode(f"use {OPENAI_KEY}")
     assert store.executor_episode(in_task).task == "use [REDACTED:openai_key]"
     assert store.executor_episode(in_task).contains_secret
 
 
-def test_secret_marked_episodes_stay_out_of_trajectories_and_exports(store: MemoryStore, tmp_path: Path) -> None:
+def test_secret_marked_episodes_stay_out_of_trajectories_and_exports(
+    store: MemoryStore, tmp_path: Path
+) -> None:
     clean = record_episode(store, episode_calls(turns=2))
     marked = record_episode(store, episode_calls(turns=2, seed=1))
     store.mark_secret(marked)
@@ -202,9 +240,16 @@ def test_jsonl_export_rows(store: MemoryStore, tmp_path: Path) -> None:
     assert (report.episodes, report.calls, report.excluded_secret) == (1, 3, 0)
     rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert [row["call_index"] for row in rows] == [0, 1, 2]
-    assert rows[2]["prompt_ids"] == calls[2].prompt_ids and rows[2]["completion_ids"] == calls[2].completion_ids
+    assert (
+        rows[2]["prompt_ids"] == calls[2].prompt_ids and rows[2]["completion_ids"] == calls[2].completion_ids
+    )
     assert rows[0]["completion_logprobs"] == pytest.approx(calls[0].completion_logprobs, abs=1e-6)
-    assert (rows[1]["reward"], rows[1]["split"], rows[1]["group_id"], rows[1]["extends_previous"]) == (1.0, "train", "g7", True)
+    assert (rows[1]["reward"], rows[1]["split"], rows[1]["group_id"], rows[1]["extends_previous"]) == (
+        1.0,
+        "train",
+        "g7",
+        True,
+    )
     assert json.loads(rows[1]["messages"]) == calls[1].messages
     assert not list(tmp_path.glob("*.partial"))
 
@@ -226,7 +271,11 @@ def test_parquet_export_loads_with_datasets(store: MemoryStore, tmp_path: Path) 
     assert loaded[2]["prompt_ids"] == calls[2].prompt_ids
     assert loaded[0]["completion_logprobs"] == pytest.approx(calls[0].completion_logprobs, abs=1e-6)
     assert (loaded[0]["task"], loaded[0]["reward"], loaded[0]["role"], loaded[0]["finish_reason"]) == (
-        "list the files", 0.5, "executor", "stop")
+        "list the files",
+        0.5,
+        "executor",
+        "stop",
+    )
 
 
 def test_filters(store: MemoryStore) -> None:
@@ -272,14 +321,22 @@ def test_migration_from_version_5_keeps_episodes(tmp_path: Path) -> None:
     db = connect(tmp_path / "v5.db")
     migrate(db, target=5)
     db.execute("insert into users(id, handle, created_at) values (1, 'ana', 0)")
-    db.execute("insert into sessions(id, key, platform, chat_id, created_at, updated_at) values (1, 'k', 'cli', 'k', 0, 0)")
+    db.execute(
+        "insert into sessions(id, key, platform, chat_id, created_at, updated_at) values (1, 'k', 'cli', 'k', 0, 0)"
+    )
     db.execute("insert into episodes(session_id, user_id, task, status, reward, reward_source, created_at)"
                " values (1, 1, 'old task', 'succeeded', 1.0, 'user', 5)")  # fmt: skip
     db.close()
     with MemoryStore.open(tmp_path / "v5.db") as store:
         assert store.stats().schema_version == len(MIGRATIONS) >= 6
         old = store.executor_episode(1)
-        assert (old.kind, old.task, old.reward, old.contains_secret, old.split) == ("chat", "old task", 1.0, False, None)
+        assert (old.kind, old.task, old.reward, old.contains_secret, old.split) == (
+            "chat",
+            "old task",
+            1.0,
+            False,
+            None,
+        )
         assert store.episode(1).reward_source == "user"
         new = record_episode(store, episode_calls(turns=2))
         assert len(store.calls(new)) == 2

@@ -61,9 +61,7 @@ def sandbox_backend(
 
 
 @pytest.fixture
-async def sandbox(
-    sandbox_backend: BackendName, sandbox_options: SandboxOptions
-) -> AsyncIterator[Sandbox]:
+async def sandbox(sandbox_backend: BackendName, sandbox_options: SandboxOptions) -> AsyncIterator[Sandbox]:
     async with open_sandbox(sandbox_backend, options=sandbox_options) as started:
         yield started
 

@@ -19,7 +19,11 @@ from runtime.executor.action_grammar import (
 from runtime.executor.actions import parse_action
 
 CANONICAL = json.dumps(
-    {"analysis": "Copy it.", "commands": [{"keystrokes": "cp notes.txt vault/\n", "timeout": 10}], "task_complete": True}
+    {
+        "analysis": "Copy it.",
+        "commands": [{"keystrokes": "cp notes.txt vault/\n", "timeout": 10}],
+        "task_complete": True,
+    }
 )
 # Replies the quickstart's executor wrote at temperature 1 (decoded from gate episodes): each
 # breaks its JSON, and the constraint must refuse it at the character where it breaks.
@@ -39,7 +43,9 @@ def test_every_whole_match_is_a_valid_action(text: str) -> None:
 
 
 def test_every_prefix_of_a_canonical_action_can_still_become_one() -> None:
-    assert is_whole_action(CANONICAL) and parse_action(CANONICAL).commands[0].keystrokes == "cp notes.txt vault/"
+    assert (
+        is_whole_action(CANONICAL) and parse_action(CANONICAL).commands[0].keystrokes == "cp notes.txt vault/"
+    )
     assert all(is_action_prefix(CANONICAL[:end]) for end in range(len(CANONICAL) + 1))
     assert not any(is_whole_action(CANONICAL[:end]) for end in range(len(CANONICAL)))
     assert not is_action_prefix(CANONICAL + " ")  # nothing after the closing brace
@@ -105,10 +111,22 @@ def test_every_prefix_has_an_ending_no_longer_than_its_own_rest(action: str, whe
     [
         ("", '{"analysis": "", "commands": [], "task_complete": true}'),
         ('{"analysis": "Run tr >>>>', '", "commands": [], "task_complete": true}'),
-        ('{"analysis": "", "commands": [{"keystrokes": "tr a-z A>>>>', '", "timeout": 1}], "task_complete": true}'),
-        ('{"analysis": "", "commands": [{"keystrokes": " ', 'a", "timeout": 1}], "task_complete": true}'),  # not blank
-        ('{"analysis": "", "commands": [{"keystrokes": "ls\\', '"", "timeout": 1}], "task_complete": true}'),  # \"
-        ('{"analysis": "", "commands": [{"keystrokes": "ls\\u0', '000", "timeout": 1}], "task_complete": true}'),
+        (
+            '{"analysis": "", "commands": [{"keystrokes": "tr a-z A>>>>',
+            '", "timeout": 1}], "task_complete": true}',
+        ),
+        (
+            '{"analysis": "", "commands": [{"keystrokes": " ',
+            'a", "timeout": 1}], "task_complete": true}',
+        ),  # not blank
+        (
+            '{"analysis": "", "commands": [{"keystrokes": "ls\\',
+            '"", "timeout": 1}], "task_complete": true}',
+        ),  # \"
+        (
+            '{"analysis": "", "commands": [{"keystrokes": "ls\\u0',
+            '000", "timeout": 1}], "task_complete": true}',
+        ),
         ('{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 2.', '0}], "task_complete": true}'),
         ('{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 2}], "task_complete": f', "alse}"),
         (CANONICAL, ""),
@@ -124,7 +142,20 @@ def test_the_shortest_ending_of_each_kind_of_prefix(prefix: str, ending: str | N
 
 
 def test_an_ending_is_spelled_in_the_fewest_tokens_then_a_stop() -> None:
-    words = ["{", '"', "a", "analysis", '": "', '", "', "commands", '": [], "', "task_complete", '": ', "true", "}"]
+    words = [
+        "{",
+        '"',
+        "a",
+        "analysis",
+        '": "',
+        '", "',
+        "commands",
+        '": [], "',
+        "task_complete",
+        '": ',
+        "true",
+        "}",
+    ]
     pieces = [*words, "", ",", " ", ":", "[", "]"]
     pieces += [c for c in "nlysiomdtk_epruc" if c not in pieces]
     stop = 12

@@ -33,13 +33,22 @@ pytestmark = pytest.mark.anyio
 
 
 def chat_model(server: FakeOpenAI, model: str = "openai/planner") -> ChatModel:
-    return ChatModel(ModelSettings(model, api_base=server.base_url, api_key="sk-test", retry=RetryPolicy(max_retries=0)))
+    return ChatModel(
+        ModelSettings(model, api_base=server.base_url, api_key="sk-test", retry=RetryPolicy(max_retries=0))
+    )
 
 
 def make_agent(store: MemoryStore, server: FakeOpenAI, tmp_path: Path, **settings) -> Agent:
     workspaces = Workspaces("local", SandboxOptions(), tmp_path / "snapshots", store.set_workspace_snapshot)
     judge = chat_model(server, "openai/judge") if settings.pop("with_judge", False) else None
-    return Agent(store, chat_model(server), builtin_toolbox(), workspaces, judge=judge, settings=AgentSettings(**settings))
+    return Agent(
+        store,
+        chat_model(server),
+        builtin_toolbox(),
+        workspaces,
+        judge=judge,
+        settings=AgentSettings(**settings),
+    )
 
 
 @pytest.fixture
@@ -50,7 +59,9 @@ async def agent(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> Async
 
 
 def said(text: str, message_id: str | None = None, **fields) -> Inbound:
-    return Inbound(platform="cli", chat_id="c1", user_id="ana", text=text, platform_message_id=message_id, **fields)
+    return Inbound(
+        platform="cli", chat_id="c1", user_id="ana", text=text, platform_message_id=message_id, **fields
+    )
 
 
 async def run(agent: Agent, inbound: Inbound, approvals: list[tuple[bool, bool]] | None = None) -> list:
@@ -77,20 +88,41 @@ async def test_a_plain_turn(agent: Agent, server: FakeOpenAI, store: MemoryStore
     assert replied.text == "Hello Ana!"
     assert store.episode(replied.episode_id).status == "succeeded"
     sent = server.requests[-1]
-    assert sent["messages"][0]["role"] == "system" and sent["messages"][-1] == {"role": "user", "content": "hi there"}
-    assert {t["function"]["name"] for t in sent["tools"]} == {"search_memory", "list_files", "read_file", "write_file", "shell"}
+    assert sent["messages"][0]["role"] == "system" and sent["messages"][-1] == {
+        "role": "user",
+        "content": "hi there",
+    }
+    assert {t["function"]["name"] for t in sent["tools"]} == {
+        "search_memory",
+        "list_files",
+        "read_file",
+        "write_file",
+        "shell",
+    }
     _, turns = store.conversation(store.session_id("cli:c1:"))
     assert [(t.role, t.content) for t in turns] == [("user", "hi there"), ("assistant", "Hello Ana!")]
 
 
-async def test_tools_run_in_the_sandbox_and_their_results_reach_the_planner(agent: Agent, server: FakeOpenAI, store: MemoryStore) -> None:
-    server.enqueue(tool_calls=[{"name": "shell", "arguments": {"command": "echo made > note.txt && cat note.txt"}}])
+async def test_tools_run_in_the_sandbox_and_their_results_reach_the_planner(
+    agent: Agent, server: FakeOpenAI, store: MemoryStore
+) -> None:
+    server.enqueue(
+        tool_calls=[{"name": "shell", "arguments": {"command": "echo made > note.txt && cat note.txt"}}]
+    )
     server.enqueue(tool_calls=[{"name": "read_file", "arguments": {"path": "nope.txt"}}])
     server.enqueue(text="Wrote note.txt.")
     events = await run(agent, said("write a note"))
     assert kinds(events) == [
-        "TurnStarted", "ModelCalled", "ToolCalled", "ToolReturned", "ModelCalled", "ToolCalled", "ToolReturned",
-        "ModelCalled", "Replied", "Evaluated",
+        "TurnStarted",
+        "ModelCalled",
+        "ToolCalled",
+        "ToolReturned",
+        "ModelCalled",
+        "ToolCalled",
+        "ToolReturned",
+        "ModelCalled",
+        "Replied",
+        "Evaluated",
     ]
     shell, missing = [e for e in events if isinstance(e, ToolReturned)]
     assert "made" in shell.text and not shell.is_error
@@ -131,7 +163,9 @@ async def test_a_risky_command_waits_for_approval(agent: Agent, server: FakeOpen
     assert not any(isinstance(e, ApprovalRequested) for e in second)
 
 
-async def test_an_unreachable_planner_fails_the_turn_in_one_line(agent: Agent, server: FakeOpenAI, store: MemoryStore) -> None:
+async def test_an_unreachable_planner_fails_the_turn_in_one_line(
+    agent: Agent, server: FakeOpenAI, store: MemoryStore
+) -> None:
     server.enqueue(error=500, message="upstream exploded")
     events = await run(agent, said("hello"))
     assert kinds(events) == ["TurnStarted", "TurnFailed"]
@@ -140,13 +174,19 @@ async def test_an_unreachable_planner_fails_the_turn_in_one_line(agent: Agent, s
     assert store.episode(failed.episode_id).status == "failed"
 
 
-async def test_sessions_resume_and_memories_are_recalled(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_sessions_resume_and_memories_are_recalled(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
     agent = make_agent(store, server, tmp_path)
     server.enqueue(text="Noted.")
     await run(agent, said("my sister moved to Lisbon"))
     server.enqueue(text="Yes.")
     await run(agent, said("thanks"))
-    assert [m["content"] for m in server.requests[-1]["messages"][1:]] == ["my sister moved to Lisbon", "Noted.", "thanks"]
+    assert [m["content"] for m in server.requests[-1]["messages"][1:]] == [
+        "my sister moved to Lisbon",
+        "Noted.",
+        "thanks",
+    ]
     # Another chat of the same person: the past comes back through recall, not the history.
     server.enqueue(text="Lisbon.")
     await run(agent, Inbound(platform="cli", chat_id="c2", user_id="ana", text="where did my sister move?"))
@@ -159,7 +199,9 @@ async def test_sessions_resume_and_memories_are_recalled(store: MemoryStore, ser
     await agent.close()
 
 
-async def test_a_repeated_platform_message_is_stored_once(agent: Agent, server: FakeOpenAI, store: MemoryStore) -> None:
+async def test_a_repeated_platform_message_is_stored_once(
+    agent: Agent, server: FakeOpenAI, store: MemoryStore
+) -> None:
     server.enqueue(text="one")
     server.enqueue(text="two")
     await run(agent, said("hello", message_id="42"))
@@ -167,7 +209,9 @@ async def test_a_repeated_platform_message_is_stored_once(agent: Agent, server: 
     assert len([m for m in store.iter_messages() if m.role == "user"]) == 1
 
 
-async def test_verifier_scores_the_turn_and_the_user_overrides(agent: Agent, server: FakeOpenAI, store: MemoryStore) -> None:
+async def test_verifier_scores_the_turn_and_the_user_overrides(
+    agent: Agent, server: FakeOpenAI, store: MemoryStore
+) -> None:
     server.enqueue(tool_calls=[{"name": "write_file", "arguments": {"path": "done.txt", "content": "yes"}}])
     server.enqueue(text="Done.")
     events = await run(agent, said("create done.txt", verifier="test -f done.txt"))
@@ -186,7 +230,11 @@ async def test_the_judge_scores_tool_work(store: MemoryStore, server: FakeOpenAI
     server.enqueue(text='Sure: {"score": 0.75, "reason": "listed, but said little"}', model="judge")
     events = await run(agent, said("list files"))
     evaluated = events[-1]
-    assert (evaluated.reward, evaluated.source, evaluated.reason) == (0.75, "judge", "listed, but said little")
+    assert (evaluated.reward, evaluated.source, evaluated.reason) == (
+        0.75,
+        "judge",
+        "listed, but said little",
+    )
     assert store.episode(evaluated.episode_id).reward == 0.75
     # Small talk is not judged (no queued judge reply would be needed, and none is asked for).
     server.enqueue(text="Hi!", model="planner")
@@ -194,8 +242,12 @@ async def test_the_judge_scores_tool_work(store: MemoryStore, server: FakeOpenAI
     await agent.close()
 
 
-async def test_long_sessions_are_compacted_after_the_reply(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
-    agent = make_agent(store, server, tmp_path, compaction=CompactionSettings(threshold_chars=200, keep_turns=2))
+async def test_long_sessions_are_compacted_after_the_reply(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    agent = make_agent(
+        store, server, tmp_path, compaction=CompactionSettings(threshold_chars=200, keep_turns=2)
+    )
     server.enqueue(text="answer 0 " + "x" * 60)
     await run(agent, said("question 0 " + "y" * 60))  # ~140 characters: under the threshold
     server.enqueue(text="answer 1 " + "x" * 60)
@@ -210,7 +262,10 @@ async def test_long_sessions_are_compacted_after_the_reply(store: MemoryStore, s
     server.enqueue(text="SUMMARY: more.")
     await run(agent, said("one more " + "y" * 60))
     planner_request = server.requests[-2]["messages"]
-    assert "Earlier in this conversation (summary):\nSUMMARY: two questions about y." in planner_request[0]["content"]
+    assert (
+        "Earlier in this conversation (summary):\nSUMMARY: two questions about y."
+        in planner_request[0]["content"]
+    )
     assert "question 0" not in str(planner_request[1:])
     assert {h.content[:10] for h in store.search("question", user="cli:ana")} == {"question 0", "question 1"}
     await agent.close()

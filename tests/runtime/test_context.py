@@ -14,15 +14,11 @@ def session(store: MemoryStore, key: str, user: str = "ana") -> SessionRef:
 
 
 def say(store: MemoryStore, where: SessionRef, text: str, role: str = "user") -> None:
-    store.add_message(
-        session_id=where.id, user_id=where.user_id, role=role, content=text
-    )
+    store.add_message(session_id=where.id, user_id=where.user_id, role=role, content=text)
 
 
 def system_prompt(store: MemoryStore, where: SessionRef, question: str) -> str:
-    return build_messages(store, where, question, ContextSettings(history_turns=4))[0][
-        "content"
-    ]
+    return build_messages(store, where, question, ContextSettings(history_turns=4))[0]["content"]
 
 
 def test_a_history_shown_in_full_recalls_nothing(store: MemoryStore) -> None:
@@ -39,9 +35,7 @@ def test_messages_beyond_the_recent_turns_are_recalled(store: MemoryStore) -> No
     say(store, elsewhere, "my sister moved to Lisbon")
     say(store, here, "where did my sister move?")
 
-    assert f"{RECALLED} (may help):\n- [" in system_prompt(
-        store, here, "where did my sister move?"
-    )
+    assert f"{RECALLED} (may help):\n- [" in system_prompt(store, here, "where did my sister move?")
     assert "Lisbon" in system_prompt(store, here, "where did my sister move?")
 
 

@@ -57,8 +57,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def adapters(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("adapters")
     return {
-        name: build_tiny_adapter(tiny_dir, root / name, seed=seed)
-        for name, seed in (("v1", 1), ("v2", 2))
+        name: build_tiny_adapter(tiny_dir, root / name, seed=seed) for name, seed in (("v1", 1), ("v2", 2))
     }
 
 
@@ -69,9 +68,7 @@ def model(tiny_dir: Path) -> LocalModel:
 
 
 def assert_exact(completion: Completion, recomputed: list[float]) -> None:
-    assert (
-        len(completion.completion_ids) == len(completion.completion_logprobs) == len(recomputed) > 0
-    )
+    assert len(completion.completion_ids) == len(completion.completion_logprobs) == len(recomputed) > 0
     worst = max(abs(a - b) for a, b in zip(completion.completion_logprobs, recomputed, strict=True))
     assert worst < TOLERANCE
 
@@ -87,9 +84,7 @@ def test_tiny_model_is_deterministic_by_seed_and_round_trips(tmp_path: Path) -> 
     other = build_tiny_model(tmp_path / "c", seed=4)
 
     files = sorted(path.name for path in first.iterdir())
-    assert {"config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja"} <= set(
-        files
-    )
+    assert {"config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja"} <= set(files)
     assert all(filecmp.cmp(first / name, again / name, shallow=False) for name in files)
     assert not filecmp.cmp(first / "model.safetensors", other / "model.safetensors", shallow=False)
     assert filecmp.cmp(first / "tokenizer.json", other / "tokenizer.json", shallow=False)
@@ -128,9 +123,7 @@ async def test_local_completion_records_the_exact_tokens_and_their_logprobs(
     assert completion.prompt_ids == model.tokenizer.encode_chat(MESSAGES)
     assert len(completion.completion_ids) == FEW.max_tokens and completion.finish_reason == "length"
     assert completion.text == model.tokenizer.decode(completion.completion_ids)
-    assert_exact(
-        completion, await backend.logprobs_of(completion.prompt_ids, completion.completion_ids)
-    )
+    assert_exact(completion, await backend.logprobs_of(completion.prompt_ids, completion.completion_ids))
     assert not completion.retokenized and completion.adapter_version is None
     assert completion.model == model.name and completion.sampling == FEW
     assert completion.tokenizer_hash == ExecutorTokenizer.load(model.name).hash
@@ -142,23 +135,18 @@ async def test_logprobs_are_the_raw_model_distribution_whatever_the_temperature(
 ) -> None:
     backend = LocalBackend(model)
 
-    hot = await backend.complete(
-        MESSAGES, SamplingParams(temperature=1.7, top_p=0.9, max_tokens=6, seed=1)
-    )
+    hot = await backend.complete(MESSAGES, SamplingParams(temperature=1.7, top_p=0.9, max_tokens=6, seed=1))
     cold = await backend.complete(MESSAGES, SamplingParams(temperature=0.3, max_tokens=6, seed=1))
 
     for completion in (hot, cold):
-        assert_exact(
-            completion, await backend.logprobs_of(completion.prompt_ids, completion.completion_ids)
-        )
+        assert_exact(completion, await backend.logprobs_of(completion.prompt_ids, completion.completion_ids))
 
 
 async def test_a_seed_makes_sampling_reproducible(model: LocalModel) -> None:
     backend = LocalBackend(model)
 
     first, again, other = [
-        await backend.complete(MESSAGES, SamplingParams(max_tokens=8, seed=seed))
-        for seed in (5, 5, 6)
+        await backend.complete(MESSAGES, SamplingParams(max_tokens=8, seed=seed)) for seed in (5, 5, 6)
     ]
 
     assert (
@@ -215,9 +203,7 @@ async def test_requests_the_model_cannot_take_are_refused(model: LocalModel) -> 
         await backend.logprobs_of([1, 2, 99_999], [3])
 
 
-async def test_lora_adapters_load_swap_and_unload(
-    model: LocalModel, adapters: dict[str, Path]
-) -> None:
+async def test_lora_adapters_load_swap_and_unload(model: LocalModel, adapters: dict[str, Path]) -> None:
     backend = LocalBackend(model)
     base = await backend.complete(MESSAGES, GREEDY)
 
@@ -245,9 +231,7 @@ async def test_lora_adapters_load_swap_and_unload(
     assert (await backend.complete(MESSAGES, GREEDY)).completion_ids == base.completion_ids
     await backend.unload_adapter("v2")  # the last one: the base model as it was
     assert model.adapters == {}
-    assert (
-        await backend.complete(MESSAGES, GREEDY)
-    ).completion_logprobs == base.completion_logprobs
+    assert (await backend.complete(MESSAGES, GREEDY)).completion_logprobs == base.completion_logprobs
     with pytest.raises(ExecutorRequestError, match="no adapter 'v1'"):
         await backend.use_adapter("v1")
 
@@ -326,10 +310,7 @@ async def test_completions_take_a_token_id_prompt(model: LocalModel) -> None:
     assert choice["text"] == model.tokenizer.decode(choice["token_ids"])
     recomputed = model.logprobs_of(prompt, choice["token_ids"])
     assert (
-        max(
-            abs(a - b)
-            for a, b in zip(choice["logprobs"]["token_logprobs"], recomputed, strict=True)
-        )
+        max(abs(a - b) for a, b in zip(choice["logprobs"]["token_logprobs"], recomputed, strict=True))
         < TOLERANCE
     )
     assert all(len(top) == 2 for top in choice["logprobs"]["top_logprobs"])
@@ -341,9 +322,7 @@ async def test_completions_take_a_token_id_prompt(model: LocalModel) -> None:
     assert by_text["choices"][0]["token_ids"] == choice["token_ids"]  # the same prompt, as text
 
 
-async def test_adapters_load_and_unload_over_http(
-    model: LocalModel, adapters: dict[str, Path]
-) -> None:
+async def test_adapters_load_and_unload_over_http(model: LocalModel, adapters: dict[str, Path]) -> None:
     async with (
         ExecutorServer(model, port=0) as server,
         OpenAIBackend(server.base_url, server.served_name) as remote,
@@ -415,9 +394,7 @@ async def test_an_api_key_guards_the_server(model: LocalModel) -> None:
         async with httpx.AsyncClient() as client:
             refused = await client.get(f"{server.base_url}/models")
             health = await client.get(f"{server.url}/health")
-        async with OpenAIBackend(
-            server.base_url, server.served_name, api_key="s3cret-key"
-        ) as remote:
+        async with OpenAIBackend(server.base_url, server.served_name, api_key="s3cret-key") as remote:
             completion = await remote.complete(MESSAGES, FEW)
 
     assert refused.status_code == 401 and health.status_code == 200
@@ -440,9 +417,7 @@ async def test_a_server_without_ids_is_retokenised_with_the_executor_tokenizer(
             cut = await backend.complete(MESSAGES, FEW)
         sent = fake.requests[0]
 
-    assert (
-        sent["return_token_ids"] is True and sent["logprobs"] is True and sent["seed"] == FEW.seed
-    )
+    assert sent["return_token_ids"] is True and sent["logprobs"] is True and sent["seed"] == FEW.seed
     assert stopped.retokenized and stopped.text == text
     assert stopped.prompt_ids == tokenizer.encode_chat(MESSAGES)
     assert stopped.completion_ids == tokenizer.encode_text(text) + [tokenizer.eos_id]
@@ -476,9 +451,7 @@ async def test_server_failures_become_executor_call_errors() -> None:
             with pytest.raises(ExecutorCallError, match="bad key") as refused:
                 await backend.complete(MESSAGES, FEW)
         port = fake.port
-    async with OpenAIBackend(
-        f"http://127.0.0.1:{port}/v1", "fake-model", connect_timeout_s=2
-    ) as backend:
+    async with OpenAIBackend(f"http://127.0.0.1:{port}/v1", "fake-model", connect_timeout_s=2) as backend:
         with pytest.raises(ExecutorCallError, match="cannot reach") as down:
             await backend.complete(MESSAGES, FEW)
 
@@ -518,13 +491,10 @@ async def test_the_planner_stands_in_as_executor(tiny_dir: Path) -> None:
 
     assert plain.text == "ls -la" and plain.model == "planner:openai/planner-model"
     assert (
-        plain.prompt_ids == plain.completion_ids == plain.completion_logprobs == []
-        and not plain.retokenized
+        plain.prompt_ids == plain.completion_ids == plain.completion_logprobs == [] and not plain.retokenized
     )
     assert (sent["temperature"], sent["max_tokens"]) == (0.2, 64)
     assert plain.sampling == SamplingParams(temperature=0.2, top_p=1.0, max_tokens=64, seed=None)
     assert retokenized.retokenized and retokenized.completion_logprobs == []
     assert retokenized.prompt_ids == tokenizer.encode_chat(MESSAGES)
-    assert retokenized.completion_ids == tokenizer.encode_text("wc -l data.csv") + [
-        tokenizer.eos_id
-    ]
+    assert retokenized.completion_ids == tokenizer.encode_text("wc -l data.csv") + [tokenizer.eos_id]

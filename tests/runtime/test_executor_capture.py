@@ -27,10 +27,15 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), seed=0)
 
 
-async def test_stored_calls_are_exactly_what_the_server_sampled(tiny_dir: Path, store: MemoryStore, tmp_path: Path) -> None:
+async def test_stored_calls_are_exactly_what_the_server_sampled(
+    tiny_dir: Path, store: MemoryStore, tmp_path: Path
+) -> None:
     model = LocalModel.load(tiny_dir)
     settings = ExecutorSettings(max_turns=3, sampling=SamplingParams(temperature=1.0, max_tokens=24, seed=7))
-    async with ExecutorServer(model, port=0) as server, OpenAIBackend(server.base_url, server.served_name) as backend:
+    async with (
+        ExecutorServer(model, port=0) as server,
+        OpenAIBackend(server.base_url, server.served_name) as backend,
+    ):
         terminal = TerminalExecutor(backend, settings, recorder=MemoryRecorder(store, tmp_path / "snapshots"))
         async with open_sandbox("local", options=SandboxOptions()) as sandbox:
             report = await terminal("list the files", ToolContext(user="ana", sandbox=sandbox, memory=store))

@@ -28,14 +28,26 @@ pytestmark = pytest.mark.anyio
 
 
 def model(server: FakeOpenAI, name: str) -> ChatModel:
-    return ChatModel(ModelSettings(f"openai/{name}", api_base=server.base_url, api_key="sk-test", retry=RetryPolicy(max_retries=0)))
+    return ChatModel(
+        ModelSettings(
+            f"openai/{name}", api_base=server.base_url, api_key="sk-test", retry=RetryPolicy(max_retries=0)
+        )
+    )
 
 
 def action(analysis: str, *commands: str, done: bool = False) -> str:
-    return json.dumps({"analysis": analysis, "commands": [{"keystrokes": c + "\n", "timeout": 10} for c in commands], "task_complete": done})
+    return json.dumps(
+        {
+            "analysis": analysis,
+            "commands": [{"keystrokes": c + "\n", "timeout": 10} for c in commands],
+            "task_complete": done,
+        }
+    )
 
 
-def make_agent(store: MemoryStore, server: FakeOpenAI, tmp_path: Path, tokenizer_dir: Path | None = None, **executor) -> tuple[Agent, TerminalExecutor]:
+def make_agent(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path, tokenizer_dir: Path | None = None, **executor
+) -> tuple[Agent, TerminalExecutor]:
     snapshots = tmp_path / "snapshots"
     terminal = TerminalExecutor(
         PlannerBackend(model(server, "executor"), tokenizer_dir=tokenizer_dir),
@@ -44,12 +56,16 @@ def make_agent(store: MemoryStore, server: FakeOpenAI, tmp_path: Path, tokenizer
         **executor,
     )
     workspaces = Workspaces("local", SandboxOptions(), snapshots, store.set_workspace_snapshot)
-    agent = Agent(store, model(server, "planner"), builtin_toolbox(executor=True), workspaces, terminal=terminal)
+    agent = Agent(
+        store, model(server, "planner"), builtin_toolbox(executor=True), workspaces, terminal=terminal
+    )
     return agent, terminal
 
 
 async def turn(agent: Agent, text: str) -> list:
-    events = [event async for event in agent.turn(Inbound(platform="cli", chat_id="c", user_id="ana", text=text))]
+    events = [
+        event async for event in agent.turn(Inbound(platform="cli", chat_id="c", user_id="ana", text=text))
+    ]
     await agent.drain()
     return events
 
@@ -58,11 +74,18 @@ def executor_episodes(store: MemoryStore) -> list[int]:
     return [row[0] for row in store.db.execute("select id from episodes where kind = 'executor' order by id")]
 
 
-async def test_terminal_task_runs_the_executor_and_records_every_call(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_terminal_task_runs_the_executor_and_records_every_call(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
     agent, _ = make_agent(store, server, tmp_path)
-    server.enqueue(tool_calls=[{"name": "terminal_task", "arguments": {"query": "count the lines of data.txt"}}], model="planner")
+    server.enqueue(
+        tool_calls=[{"name": "terminal_task", "arguments": {"query": "count the lines of data.txt"}}],
+        model="planner",
+    )
     server.enqueue(text=action("make the file", "printf 'a\\nb\\nc\\n' > data.txt"), model="executor")
-    server.enqueue(text="Sure! " + action("count", "wc -l < data.txt"), model="executor")  # text around the JSON is forgiven
+    server.enqueue(
+        text="Sure! " + action("count", "wc -l < data.txt"), model="executor"
+    )  # text around the JSON is forgiven
     server.enqueue(text=action("data.txt has 3 lines", done=True), model="executor")
     server.enqueue(text="It has 3 lines.", model="planner")
     events = await turn(agent, "how many lines in data.txt?")
@@ -70,10 +93,17 @@ async def test_terminal_task_runs_the_executor_and_records_every_call(store: Mem
     assert "data.txt has 3 lines" in report.text and "wc -l < data.txt" in report.text
     # The executor saw each command's output.
     executor_requests = [r for r in server.requests if r["model"] == "executor"]
-    assert "3" in executor_requests[2]["messages"][-1]["content"] and "[exit 0]" in executor_requests[2]["messages"][-1]["content"]
+    assert (
+        "3" in executor_requests[2]["messages"][-1]["content"]
+        and "[exit 0]" in executor_requests[2]["messages"][-1]["content"]
+    )
     [episode_id] = executor_episodes(store)
     episode = store.executor_episode(episode_id)
-    assert (episode.status, episode.task, episode.sandbox_backend) == ("succeeded", "count the lines of data.txt", "local")
+    assert (episode.status, episode.task, episode.sandbox_backend) == (
+        "succeeded",
+        "count the lines of data.txt",
+        "local",
+    )
     assert episode.snapshot_id is not None
     calls = store.calls(episode_id)
     assert [c.role for c in calls] == ["planner"] * 3
@@ -82,9 +112,13 @@ async def test_terminal_task_runs_the_executor_and_records_every_call(store: Mem
     await agent.close()
 
 
-async def test_a_malformed_action_gets_one_correction(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_a_malformed_action_gets_one_correction(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
     agent, terminal = make_agent(store, server, tmp_path)
-    server.enqueue(tool_calls=[{"name": "terminal_task", "arguments": {"query": "list files"}}], model="planner")
+    server.enqueue(
+        tool_calls=[{"name": "terminal_task", "arguments": {"query": "list files"}}], model="planner"
+    )
     server.enqueue(text="I will run ls", model="executor")
     server.enqueue(text=action("nothing here", done=True), model="executor")
     server.enqueue(tool_calls=[{"name": "terminal_task", "arguments": {"query": "again"}}], model="planner")
@@ -101,14 +135,25 @@ async def test_a_malformed_action_gets_one_correction(store: MemoryStore, server
     assert store.executor_episode(completed).status == "succeeded"
     assert store.executor_episode(gave_up).status == "failed"
     assert len(store.calls(gave_up)) == 2
-    counts = store.db.execute("select parse_failures, timeouts from episodes where id in (?, ?) order by id", (completed, gave_up)).fetchall()
+    counts = store.db.execute(
+        "select parse_failures, timeouts from episodes where id in (?, ?) order by id", (completed, gave_up)
+    ).fetchall()
     assert counts == [(1, 0), (2, 0)]
     await agent.close()
 
 
-async def test_routing_follows_the_held_out_success_rate(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_routing_follows_the_held_out_success_rate(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
     rates: list[float | None] = [None]
-    _, terminal = make_agent(store, server, tmp_path, model=PlannerBackend(model(server, "small")), threshold=0.6, heldout_success=lambda: rates[0])
+    _, terminal = make_agent(
+        store,
+        server,
+        tmp_path,
+        model=PlannerBackend(model(server, "small")),
+        threshold=0.6,
+        heldout_success=lambda: rates[0],
+    )
     assert terminal.route().backend is terminal.planner
     rates[0] = 0.5
     assert terminal.route().backend is terminal.planner and "0.50 < 0.60" in terminal.route().reason
@@ -128,12 +173,22 @@ async def test_retokenized_calls_are_flagged(store: MemoryStore, server: FakeOpe
     await agent.close()
 
 
-async def test_an_episode_replays_from_its_snapshot(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_an_episode_replays_from_its_snapshot(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
     agent, _ = make_agent(store, server, tmp_path)
     verifier = 'test "$(cat count.txt)" = 2'
     # The workspace already holds data when the executor starts: the snapshot must capture it.
-    server.enqueue(tool_calls=[{"name": "write_file", "arguments": {"path": "data.txt", "content": "x\ny\n"}}], model="planner")
-    server.enqueue(tool_calls=[{"name": "terminal_task", "arguments": {"query": "write the line count of data.txt to count.txt"}}], model="planner")
+    server.enqueue(
+        tool_calls=[{"name": "write_file", "arguments": {"path": "data.txt", "content": "x\ny\n"}}],
+        model="planner",
+    )
+    server.enqueue(
+        tool_calls=[
+            {"name": "terminal_task", "arguments": {"query": "write the line count of data.txt to count.txt"}}
+        ],
+        model="planner",
+    )
     server.enqueue(text=action("count", "wc -l < data.txt > count.txt"), model="executor")
     server.enqueue(text=action("wrote count.txt", done=True), model="executor")
     server.enqueue(text="done", model="planner")
@@ -152,12 +207,16 @@ async def test_an_episode_replays_from_its_snapshot(store: MemoryStore, server: 
     await agent.close()
 
 
-async def test_secrets_in_executor_text_keep_the_episode_out_of_exports(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
+async def test_secrets_in_executor_text_keep_the_episode_out_of_exports(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
     from memory.trajectory_export import export_trajectories
 
     agent, _ = make_agent(store, server, tmp_path)
     key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
-    server.enqueue(tool_calls=[{"name": "terminal_task", "arguments": {"query": f"use the key {key}"}}], model="planner")
+    server.enqueue(
+        tool_calls=[{"name": "terminal_task", "arguments": {"query": f"use the key {key}"}}], model="planner"
+    )
     server.enqueue(text=action("done", done=True), model="executor")
     server.enqueue(text="ok", model="planner")
     await turn(agent, "do it")
@@ -172,7 +231,9 @@ async def test_secrets_in_executor_text_keep_the_episode_out_of_exports(store: M
 
 
 def test_parse_action_rejects_what_it_cannot_run() -> None:
-    assert parse_action('```json\n{"analysis": "a", "commands": [], "task_complete": true}\n```').task_complete
+    assert parse_action(
+        '```json\n{"analysis": "a", "commands": [], "task_complete": true}\n```'
+    ).task_complete
     for bad, reason in [
         ("no braces", "no JSON object"),
         ('{"analysis": 1}', "analysis"),

@@ -10,7 +10,10 @@ import torch
 from learner.batching import GroupBatcher
 from runtime.executor import LocalBackend, LocalModel, SamplingParams, build_tiny_model
 
-MESSAGES = [{"role": "system", "content": "You do terminal work."}, {"role": "user", "content": "Create a.txt containing x."}]
+MESSAGES = [
+    {"role": "system", "content": "You do terminal work."},
+    {"role": "user", "content": "Create a.txt containing x."},
+]
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +24,13 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> LocalBackend:
 
 def test_a_group_equals_its_members_sampled_alone(backend: LocalBackend) -> None:
     async def both() -> tuple[list, list]:
-        alone = [await backend.complete(MESSAGES, SamplingParams(temperature=1.0, max_tokens=32, seed=s)) for s in range(6)]
-        group = await backend.complete_group(MESSAGES, SamplingParams(temperature=1.0, max_tokens=32), list(range(6)))
+        alone = [
+            await backend.complete(MESSAGES, SamplingParams(temperature=1.0, max_tokens=32, seed=s))
+            for s in range(6)
+        ]
+        group = await backend.complete_group(
+            MESSAGES, SamplingParams(temperature=1.0, max_tokens=32), list(range(6))
+        )
         return alone, group
 
     alone, group = asyncio.run(both())
@@ -37,8 +45,14 @@ def test_the_batcher_turns_concurrent_identical_calls_into_one_group(backend: Lo
     batcher = GroupBatcher(backend)
 
     async def concurrent() -> list:
-        first = [batcher.complete(MESSAGES, SamplingParams(temperature=1.0, max_tokens=32, seed=s)) for s in range(4)]
-        other = batcher.complete(MESSAGES[:1] + [{"role": "user", "content": "something else"}], SamplingParams(seed=9, max_tokens=8))
+        first = [
+            batcher.complete(MESSAGES, SamplingParams(temperature=1.0, max_tokens=32, seed=s))
+            for s in range(4)
+        ]
+        other = batcher.complete(
+            MESSAGES[:1] + [{"role": "user", "content": "something else"}],
+            SamplingParams(seed=9, max_tokens=8),
+        )
         return await asyncio.gather(*first, other)
 
     results = asyncio.run(concurrent())

@@ -217,7 +217,9 @@ async def test_rate_limit_on_every_retry_raises_rate_limited(server: FakeOpenAI,
     assert_one_clean_line(caught.value)
 
 
-async def test_server_errors_exhaust_retries_then_the_fallback_answers(server: FakeOpenAI, route: str) -> None:
+async def test_server_errors_exhaust_retries_then_the_fallback_answers(
+    server: FakeOpenAI, route: str
+) -> None:
     for _ in range(4):
         server.enqueue(error=500, model="a")
     server.enqueue(text="fallback here", model="b")
@@ -239,9 +241,7 @@ async def test_every_model_failing_raises_the_first_models_error(server: FakeOpe
 
     assert caught.value.status == 400  # a client error is not repeated
     assert [request["model"] for request in server.requests] == ["a", "b", "b"]
-    assert "context length exceeded" in str(caught.value) and f"then {route}/b: HTTP 503" in str(
-        caught.value
-    )
+    assert "context length exceeded" in str(caught.value) and f"then {route}/b: HTTP 503" in str(caught.value)
     assert_one_clean_line(caught.value)
 
 

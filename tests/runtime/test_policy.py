@@ -50,7 +50,7 @@ DENY: list[tuple[str, str]] = [
     ("$'\\x72\\x6d' -rf /", "delete-root"),
     ("$'\\162\\155' -rf /", "delete-root"),
     ("bash -c 'rm -rf /'", "delete-root"),
-    ("sh -c \"rm -rf ~\"", "delete-root"),
+    ('sh -c "rm -rf ~"', "delete-root"),
     ("bash -lc 'rm -rf /'", "delete-root"),
     ("sudo sh -c 'cd / && rm -rf *'", "delete-root"),
     ("su -c 'rm -rf /' root", "delete-root"),
@@ -90,7 +90,7 @@ DENY: list[tuple[str, str]] = [
     ("find /usr -type f -exec /bin/rm {} +", "delete-root"),
     ("find / -print0 | xargs -0 rm -rf", "delete-root"),
     ("python3 -c \"import os; os.system('rm -rf /')\"", "delete-root"),
-    ("python -c 'import subprocess; subprocess.run([\"rm\", \"-rf\", \"/\"])'", "delete-root"),
+    ('python -c \'import subprocess; subprocess.run(["rm", "-rf", "/"])\'', "delete-root"),
     ("python -c \"import shutil; shutil.rmtree('/')\"", "delete-root"),
     ("python3 -c \"import os, shutil; shutil.rmtree(os.path.expanduser('~'))\"", "delete-root"),
     ("python3 - <<'PY'\nimport os\nos.system('rm -rf ~')\nPY", "delete-root"),
@@ -381,6 +381,7 @@ def test_deep_nesting_is_asked_about_not_guessed() -> None:
 
 # -- the same command, spelled differently ---------------------------------------------------
 
+
 def _spellings(command: str) -> list[str]:
     """Ways to write `command` that a shell runs the same (for a simple leading program)."""
     first, _, rest = command.partition(" ")
@@ -442,7 +443,5 @@ def test_any_unicode_text_gets_a_verdict(text: str) -> None:
     target=st.sampled_from(["/", "/*", "~", "~/", "$HOME", "/etc", "/usr", "/home/x", "//"]),
     prefix=st.sampled_from(["", "sudo ", "command ", "exec ", "nohup ", "xargs "]),
 )
-def test_recursive_rm_of_the_system_is_always_denied(
-    flags: list[str], target: str, prefix: str
-) -> None:
+def test_recursive_rm_of_the_system_is_always_denied(flags: list[str], target: str, prefix: str) -> None:
     assert assess(f"{prefix}rm {' '.join(flags)} {target}").action == "deny"

@@ -41,7 +41,10 @@ def test_a_batch_of_different_prompts_equals_each_row_sampled_alone(
     rows = [prompts[i % len(prompts)] for i in range(6)]  # each prompt twice, different seeds
     seeds = [11, 12, 13, 14, 15, 16]
     batch = model.sample_batch(rows, sampling, seeds)
-    alone = [model.sample(p, SamplingParams(sampling.temperature, sampling.top_p, sampling.max_tokens, s)) for p, s in zip(rows, seeds)]
+    alone = [
+        model.sample(p, SamplingParams(sampling.temperature, sampling.top_p, sampling.max_tokens, s))
+        for p, s in zip(rows, seeds)
+    ]
     assert [b.ids for b in batch] == [a.ids for a in alone]
     assert [b.finish_reason for b in batch] == [a.finish_reason for a in alone]
     for b, a in zip(batch, alone, strict=True):
@@ -51,7 +54,10 @@ def test_a_batch_of_different_prompts_equals_each_row_sampled_alone(
 
 
 def test_prompts_that_begin_alike_run_their_beginning_once_and_sample_as_alone(model: LocalModel) -> None:
-    system = {"role": "system", "content": "You do terminal work in a Linux workspace. Reply with one JSON action."}
+    system = {
+        "role": "system",
+        "content": "You do terminal work in a Linux workspace. Reply with one JSON action.",
+    }
     rows = [model.tokenizer.encode_chat([system, {"role": "user", "content": task}]) for task in TASKS]
     shared = shared_prompt(rows)
     assert shared >= 16 and len({len(row) for row in rows}) == len(rows)  # shared, then padded
@@ -66,7 +72,9 @@ def test_prompts_that_begin_alike_run_their_beginning_once_and_sample_as_alone(m
         assert max(abs(x - y) for x, y in zip(b.logprobs, a.logprobs, strict=True)) < 1e-5
 
 
-def test_logprobs_are_the_raw_model_logprobs_of_the_sampled_ids(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_logprobs_are_the_raw_model_logprobs_of_the_sampled_ids(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     """Before temperature and top-p (sampling.py's convention), as a fresh forward pass gives them."""
     batch = model.sample_batch(prompts, SamplingParams(temperature=1.6, top_p=0.9, max_tokens=24), [1, 2, 3])
     for prompt, sampled in zip(prompts, batch, strict=True):
@@ -75,7 +83,9 @@ def test_logprobs_are_the_raw_model_logprobs_of_the_sampled_ids(model: LocalMode
         assert max(abs(a - b) for a, b in zip(recomputed, sampled.logprobs, strict=True)) < 1e-4
 
 
-def test_greedy_picks_the_likeliest_token_at_every_position(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_greedy_picks_the_likeliest_token_at_every_position(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     batch = model.sample_batch(prompts, SamplingParams(temperature=0.0, max_tokens=12), [0, 0, 0])
     for prompt, sampled in zip(prompts, batch, strict=True):
         sequence = torch.tensor([prompt + sampled.ids])
@@ -85,7 +95,9 @@ def test_greedy_picks_the_likeliest_token_at_every_position(model: LocalModel, p
         assert predicted == sampled.ids
 
 
-def test_rows_end_on_their_own_stop_token_or_length_and_the_others_go_on(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_rows_end_on_their_own_stop_token_or_length_and_the_others_go_on(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     free = model.sample_batch(prompts[:2], SamplingParams(temperature=1.0, max_tokens=10), [3, 4])
     stop = next(t for t in free[0].ids[1:] if t not in free[1].ids)  # only row 0 samples it
     rows = sample_batch(
@@ -99,7 +111,9 @@ def test_rows_end_on_their_own_stop_token_or_length_and_the_others_go_on(model: 
     assert rows[1].ids == free[1].ids[:4] and rows[1].finish_reason == "length"
 
 
-def test_top_logprobs_come_per_kept_position_likeliest_first(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_top_logprobs_come_per_kept_position_likeliest_first(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     rows = sample_batch(
         model._base, prompts[:2], [5, 6], temperature=1.0, top_p=1.0, max_tokens=[6, 3],
         stop_ids=set(), device=model.device, top_logprobs=3,
@@ -154,7 +168,9 @@ def test_each_row_is_cut_to_the_context_left_after_its_own_prompt(tmp_path: Path
     assert alone.ids == rows[1].ids  # the same cut, alone or beside a shorter prompt
 
 
-def test_constrained_completions_keep_to_the_action_format(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_constrained_completions_keep_to_the_action_format(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     """An untrained model writes anything; constrained, every completion is an action that parses,
     closed in time to fit `max_tokens`, the same alone as in a batch, with raw logprobs."""
     sampling = SamplingParams(temperature=1.0, max_tokens=40, constrained=True)
@@ -171,7 +187,9 @@ def test_constrained_completions_keep_to_the_action_format(model: LocalModel, pr
     assert alone.ids == batch[1].ids
 
 
-def test_constrained_greedy_takes_the_likeliest_allowed_token(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_constrained_greedy_takes_the_likeliest_allowed_token(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     sampled = model.sample(prompts[0], SamplingParams(temperature=0.0, max_tokens=10, constrained=True))
     constraint = model._action_constraint()
     with torch.no_grad():
@@ -189,10 +207,14 @@ def test_the_allowed_tokens_listed_at_once_are_those_allowed_one_by_one(model: L
     action = '{"analysis": "Copy it.", "commands": [{"keystrokes": " cp a.txt b/\\n", "timeout": 10}], "task_complete": true}'
     for end in [*range(0, len(action), 5), len(action)]:
         text = action[:end]
-        assert constraint.allowed(text) == [t for t in range(len(constraint.pieces)) if constraint.allows(text, t)], text
+        assert constraint.allowed(text) == [
+            t for t in range(len(constraint.pieces)) if constraint.allows(text, t)
+        ], text
 
 
-def test_a_reply_wandering_in_a_string_closes_just_in_time(model: LocalModel, prompts: list[list[int]]) -> None:
+def test_a_reply_wandering_in_a_string_closes_just_in_time(
+    model: LocalModel, prompts: list[list[int]]
+) -> None:
     """A row writes freely until its budget comes within `ending_bound`, then closes its action:
     a tight budget still gives a whole action, and a longer one the same start, then more."""
     constraint = model._action_constraint()
@@ -201,10 +223,15 @@ def test_a_reply_wandering_in_a_string_closes_just_in_time(model: LocalModel, pr
         model.sample(prompts[2], SamplingParams(temperature=1.0, max_tokens=limit, constrained=True, seed=3))
         for limit in (constraint.ending_length("") + 4, constraint.ending_bound + free_steps, 64)
     )
-    for sampled, limit in ((tight, constraint.ending_length("") + 4), (short, constraint.ending_bound + free_steps)):
+    for sampled, limit in (
+        (tight, constraint.ending_length("") + 4),
+        (short, constraint.ending_bound + free_steps),
+    ):
         assert sampled.finish_reason == "stop" and len(sampled.ids) <= limit
         assert is_whole_action(model.tokenizer.decode(sampled.ids))
     assert len(short.ids) < len(long.ids) <= 64
     assert short.ids[:free_steps] == long.ids[:free_steps]
-    too_short = model.sample(prompts[2], SamplingParams(temperature=1.0, max_tokens=3, constrained=True, seed=3))
+    too_short = model.sample(
+        prompts[2], SamplingParams(temperature=1.0, max_tokens=3, constrained=True, seed=3)
+    )
     assert too_short.finish_reason == "length"  # no action fits in 3 tokens: nothing to close

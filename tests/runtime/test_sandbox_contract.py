@@ -22,9 +22,7 @@ from runtime.sandbox import (
 
 pytestmark = pytest.mark.anyio
 
-HEARTBEAT = (
-    "echo 0 > beat; (i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo $i > beat; sleep 0.05; done) &"
-)
+HEARTBEAT = "echo 0 > beat; (i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo $i > beat; sleep 0.05; done) &"
 
 
 async def assert_heartbeat_stopped(sandbox: Sandbox) -> None:
@@ -68,9 +66,7 @@ async def test_background_process_does_not_outlive_its_command(sandbox: Sandbox)
 
 
 async def test_output_keeps_head_and_tail_and_counts_the_rest(sandbox: Sandbox) -> None:
-    result = await sandbox.run(
-        "printf HEAD; head -c 100000 /dev/zero | tr '\\0' x; printf TAIL", 10
-    )
+    result = await sandbox.run("printf HEAD; head -c 100000 /dev/zero | tr '\\0' x; printf TAIL", 10)
     assert result.output_bytes == 100008
     assert result.output.startswith("HEADxxx") and result.output.endswith("xxxTAIL")
     assert f"…[{100008 - 4096} bytes elided]…" in result.output

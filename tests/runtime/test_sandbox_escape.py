@@ -82,9 +82,7 @@ async def test_cannot_reach_a_port_listening_on_the_host_loopback(sandbox: Sandb
 async def test_cannot_reach_an_external_address(sandbox: Sandbox) -> None:
     result = await sandbox.run(CONNECT.format(host="1.1.1.1", port=53), timeout_s=10)
     assert "blocked:" in result.output, result.output
-    interfaces = await sandbox.run(
-        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", timeout_s=10
-    )
+    interfaces = await sandbox.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", timeout_s=10)
     assert interfaces.output.split() == ["lo"]
 
 
@@ -111,9 +109,7 @@ async def test_cannot_write_outside_the_workspace(sandbox: Sandbox, host_dir: Pa
 @escape("setsid")
 async def test_a_process_that_leaves_the_session_dies_with_the_command(sandbox: Sandbox) -> None:
     loop = "i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo $i > beat; sleep 0.05; done"
-    result = await sandbox.run(
-        f"echo 0 > beat; setsid sh -c '{loop}' >/dev/null 2>&1 & sleep 30", 0.5
-    )
+    result = await sandbox.run(f"echo 0 > beat; setsid sh -c '{loop}' >/dev/null 2>&1 & sleep 30", 0.5)
     assert result.timed_out
     await asyncio.sleep(0.2)
     before = await sandbox.read_file("beat")

@@ -37,9 +37,7 @@ async def test_auto_picks_the_strongest_available(
         assert (await sandbox.run("echo ok", timeout_s=10)).output == "ok\n"
 
 
-async def test_auto_refuses_to_fall_back_to_local(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+async def test_auto_refuses_to_fall_back_to_local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on PATH
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(SandboxUnavailable) as raised:

@@ -81,9 +81,7 @@ def test_a_tarball_that_climbs_out_is_not_extracted(tmp_path: Path) -> None:
 def test_a_tarball_that_writes_through_its_own_symlink_is_not_extracted(tmp_path: Path) -> None:
     link = tarfile.TarInfo("d")
     link.type, link.linkname = tarfile.SYMTYPE, str(tmp_path)
-    snapshot = store_crafted(
-        tmp_path / "store", [(link, b""), (tarfile.TarInfo("d/escaped.txt"), b"bad")]
-    )
+    snapshot = store_crafted(tmp_path / "store", [(link, b""), (tarfile.TarInfo("d/escaped.txt"), b"bad")])
     (tmp_path / "target").mkdir()
     with pytest.raises(SnapshotError, match="behind a symlink"):
         restore_snapshot(snapshot, tmp_path / "target")

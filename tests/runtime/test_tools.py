@@ -71,9 +71,7 @@ def context_for(
     operator: Operator | None = None,
     allowed_commands: frozenset[str] = frozenset(),
 ) -> ToolContext:
-    context = ToolContext(
-        user="ana", sandbox=sandbox, session_id=1, allowed_commands=set(allowed_commands)
-    )
+    context = ToolContext(user="ana", sandbox=sandbox, session_id=1, allowed_commands=set(allowed_commands))
     if operator is not None:
         context.approve = operator
         operator.context = context
@@ -86,10 +84,15 @@ async def call(context: ToolContext, name: str, **arguments: object) -> ToolResu
 
 # -- schemas --------------------------------------------------------------------------------
 
+
 def test_builtin_schemas_are_function_schemas_without_noise() -> None:
     schemas = builtin_toolbox().schemas()
     assert [s["function"]["name"] for s in schemas] == [
-        "search_memory", "list_files", "read_file", "write_file", "shell"
+        "search_memory",
+        "list_files",
+        "read_file",
+        "write_file",
+        "shell",
     ]
     for schema in schemas:
         assert schema["type"] == "function"
@@ -160,6 +163,7 @@ def test_functions_that_cannot_be_described_are_refused_when_registered() -> Non
 
 # -- model mistakes come back as data ---------------------------------------------------------
 
+
 async def test_unknown_tool_is_data() -> None:
     result = await builtin_toolbox().call("run_python", "{}", context_for())
     assert result.is_error
@@ -207,6 +211,7 @@ async def test_output_is_bounded_keeping_head_and_tail(sandbox: Sandbox) -> None
 
 # -- files --------------------------------------------------------------------------------------
 
+
 async def test_write_then_read_and_list(sandbox: Sandbox) -> None:
     context = context_for(sandbox)
     written = await call(context, "write_file", path="src/app/main.py", content="print('hi')\n")
@@ -216,9 +221,7 @@ async def test_write_then_read_and_list(sandbox: Sandbox) -> None:
     assert (await call(context, "read_file", path=absolute)).text == "print('hi')"
     await call(context, "write_file", path="node_modules/x/index.js", content="x")
     listing = (await call(context, "list_files")).text.splitlines()
-    assert listing == [
-        "node_modules/ (not expanded)", "src/", "src/app/", "src/app/main.py  12B"
-    ]
+    assert listing == ["node_modules/ (not expanded)", "src/", "src/app/", "src/app/main.py  12B"]
     assert (await call(context, "list_files", path="src")).text.splitlines()[0] == "src/app/"
 
 
@@ -246,9 +249,7 @@ async def test_read_file_reports_missing_binary_and_directories(sandbox: Sandbox
     assert directory.is_error and "list_files" in directory.text
 
 
-@pytest.mark.parametrize(
-    "path", ["../x", "/etc/passwd", "a/../../x", "/", "..", "~/x/../../../etc"]
-)
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a/../../x", "/", "..", "~/x/../../../etc"])
 async def test_paths_outside_the_workspace_are_refused(sandbox: Sandbox, path: str) -> None:
     context = context_for(sandbox)
     for name, arguments in [
@@ -280,6 +281,7 @@ async def test_symlinks_out_of_the_workspace_are_not_followed(sandbox: Sandbox) 
 
 
 # -- the shell and its approvals ------------------------------------------------------------
+
 
 async def test_shell_reports_exit_codes_and_timeouts_as_output(sandbox: Sandbox) -> None:
     context = context_for(sandbox)
@@ -367,12 +369,15 @@ async def test_absolute_paths_into_the_workspace_do_not_ask(sandbox: Sandbox) ->
 
 # -- memory ---------------------------------------------------------------------------------
 
+
 async def test_search_memory_is_scoped_to_the_user_and_dated(memory: MemoryStore) -> None:
     ts = datetime(2026, 10, 1, 12, tzinfo=timezone.utc).timestamp()
-    memory.add_messages([
-        NewMessage("s1", "ana", "user", "My sister moved to Lisbon for a job at the aquarium", ts),
-        NewMessage("s2", "bo", "user", "My sister moved to Berlin last year", ts),
-    ])
+    memory.add_messages(
+        [
+            NewMessage("s1", "ana", "user", "My sister moved to Lisbon for a job at the aquarium", ts),
+            NewMessage("s2", "bo", "user", "My sister moved to Berlin last year", ts),
+        ]
+    )
     context = ToolContext(user="ana", memory=memory)
     question = '{"query": "where did my sister move?"}'
     result = await builtin_toolbox().call("search_memory", question, context)
