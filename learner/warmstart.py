@@ -7,7 +7,7 @@ the one JSON action that solves it (runtime/executor/actions.py), the loss on th
 executor path, and training stops after `patience` epochs without a new best: the curve is part
 of the result, so a gain measured later is what reinforcement learning adds on top. Pass
 validation tasks here, not the tasks that will measure that gain: the best point of a noisy
-curve overstates what it was measured on (connectors/quickstart.py splits them).
+curve overstates what it was measured on (connectors/cli/quickstart.py splits them).
 """
 
 from __future__ import annotations

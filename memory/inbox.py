@@ -11,7 +11,7 @@ Invariants:
 - Finished items (and their replies and sent-message ids, by cascade) are kept for a retention
   period and then pruned: the inbox stays small.
 
-Payloads are opaque text here (connectors/inbox.py encodes them): memory/ knows nothing of
+Payloads are opaque text here (connectors/daemon/inbox.py encodes them): memory/ knows nothing of
 platforms.
 """
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from connectors.chat import cli_user
+from connectors.cli.chat import cli_user
 from connectors.cli import app
 from memory import MemoryStore
 from tests.fakes.openai_server import FakeOpenAI

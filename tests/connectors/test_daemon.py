@@ -17,10 +17,10 @@ from connectors.channel import Outgoing
 from connectors.cli import app
 from connectors.config import Config, load_config
 from connectors.daemon import Daemon, DaemonError, DaemonSettings
-from connectors.daemon_status import read_report
-from connectors.dispatch import DispatchSettings
-from connectors.inbox import encode
-from connectors.supervisor import RestartPolicy
+from connectors.daemon.status import read_report
+from connectors.daemon.dispatch import DispatchSettings
+from connectors.daemon.inbox import encode
+from connectors.daemon.supervisor import RestartPolicy
 from memory import MemoryStore
 from runtime import Inbound
 from tests.fakes.loopback_channel import LoopbackChannel, LoopbackPlatform

@@ -14,7 +14,7 @@ turn (new text). Every message a fake platform received must be one the daemon r
 (its `replies` table), for the message that record answers; Telegram's `reply_parameters` must
 agree.
 
-The one tolerated repeat is the documented window (connectors/dispatch.py), on Telegram only: a
+The one tolerated repeat is the documented window (connectors/daemon/dispatch.py), on Telegram only: a
 crash after the platform accepted a send and before the daemon committed that it was sent.
 Telegram cannot be asked what was sent, so the restarted daemon sends the recorded reply again.
 Such a repeat is recognised only by all of: the same text in the same chat, the first copy

@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from connectors.cli import app
-from connectors.daemon_status import STATUS_FILE, DaemonReport, write_report
-from connectors.supervisor import ChannelState
-from connectors.systemd import SYSTEM_CONFIG, notify, render_unit
+from connectors.daemon.status import STATUS_FILE, DaemonReport, write_report
+from connectors.daemon.supervisor import ChannelState
+from connectors.daemon.systemd import SYSTEM_CONFIG, notify, render_unit
 from memory import MemoryStore
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ DAEMON = textwrap.dedent(
     from pathlib import Path
     from connectors.config import load_config
     from connectors.daemon import Daemon, DaemonSettings
-    from connectors.dispatch import DispatchSettings
+    from connectors.daemon.dispatch import DispatchSettings
     from tests.fakes.loopback_channel import LoopbackChannel
 
     config, platform, drain = load_config(Path(sys.argv[1]), environ={}), Path(sys.argv[2]), float(sys.argv[3])

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from connectors.schedule import Cron, CronError, Job, Scheduler
+from connectors.daemon.schedule import Cron, CronError, Job, Scheduler
 
 pytestmark = pytest.mark.anyio
 

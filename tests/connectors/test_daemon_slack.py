@@ -2,7 +2,7 @@
 (tests/fakes/slack_server.py): a conversation, an approval by Block Kit button and a thumbs-down
 landing on its episode over Socket Mode; in HTTP mode, forged, replayed and malformed requests
 refused while the daemon goes on answering. The channel is built by the daemon from `[slack]`
-(connectors/channel_registry.py), so these also check that wiring. Plus the `[daemon]` settings.
+(connectors/daemon/channels.py), so these also check that wiring. Plus the `[daemon]` settings.
 """
 
 from __future__ import annotations

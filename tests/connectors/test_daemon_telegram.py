@@ -1,6 +1,6 @@
 """The daemon with the real Telegram channel against the fake Bot API (tests/fakes/telegram_server.py):
 a conversation, an approval by inline button, and a thumbs-down landing on the right episode.
-This is the contract test between connectors/daemon.py and connectors/telegram_channel.py."""
+This is the contract test between connectors/daemon.py and connectors/telegram/channel.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from connectors.config import Config, load_config
 from connectors.daemon import Daemon, DaemonSettings
-from connectors.dispatch import DispatchSettings
-from connectors.telegram_channel import TelegramChannel
+from connectors.daemon.dispatch import DispatchSettings
+from connectors.telegram.channel import TelegramChannel
 from memory import MemoryStore
 from tests.fakes.daemon_setup import base_config, until
 from tests.fakes.openai_server import FakeOpenAI

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from connectors.cli import app
-from connectors.doctor import EXTRAS, CheckResult, Status, exit_code
+from connectors.cli.doctor import EXTRAS, CheckResult, Status, exit_code
 
 SECRET = "sk-live-0123456789abcdefWXYZ"
 LINE = re.compile(r"^(ok|warn|fail)\s+(\S+): (.*)$")

@@ -49,7 +49,7 @@ def test_learn_now_runs_a_cycle_and_reports(tmp_path: Path) -> None:
 def test_the_daemon_schedules_the_cycle_only_for_a_local_executor(tmp_path: Path) -> None:
     from connectors.config import load_config
     from connectors.daemon import learner_job
-    from connectors.schedule import Cron
+    from connectors.daemon.schedule import Cron
 
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     plain = tmp_path / "plain.toml"

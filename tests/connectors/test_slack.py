@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from connectors.channel import ApprovalPrompt, ButtonPress, ChannelError, Outgoing, Reaction
-from connectors.slack_channel import SlackChannel
+from connectors.slack.channel import SlackChannel
 from runtime import Inbound
 from tests.fakes import slack_wire
 from tests.fakes.slack_server import FakeSlack, RecordingInbox

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.slack_format import approval_blocks, from_slack, split_message, to_mrkdwn
+from connectors.slack.format import approval_blocks, from_slack, split_message, to_mrkdwn
 
 
 def test_markdown_becomes_mrkdwn_outside_code_and_code_is_only_escaped() -> None:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from connectors.channel import ApprovalPrompt, ButtonPress, Outgoing
-from connectors.slack_channel import SlackChannel
+from connectors.slack.channel import SlackChannel
 from runtime import Inbound
 from tests.fakes import slack_wire
 from tests.fakes.slack_server import FakeSlack, RecordingInbox, post_signed

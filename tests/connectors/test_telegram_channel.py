@@ -22,7 +22,7 @@ from connectors.channel import (
     Outgoing,
     Reaction,
 )
-from connectors.telegram_channel import TelegramChannel
+from connectors.telegram.channel import TelegramChannel
 from runtime import Inbound
 from tests.fakes.telegram_server import FakeTelegram
 

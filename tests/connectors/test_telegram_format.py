@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.telegram_format import MESSAGE_LIMIT, Entity, render, split, utf16_len
+from connectors.telegram.format import MESSAGE_LIMIT, Entity, render, split, utf16_len
 
 
 def marked(text: str, entity: Entity) -> str:

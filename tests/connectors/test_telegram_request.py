@@ -1,4 +1,4 @@
-"""python-telegram-bot's transport on aiohttp (connectors/telegram_request.py): form fields,
+"""python-telegram-bot's transport on aiohttp (connectors/telegram/request.py): form fields,
 multipart files, and transport failures as python-telegram-bot's own errors. The Bot API calls
 themselves run through it in every Telegram test (tests/connectors/test_telegram*.py)."""
 
@@ -16,7 +16,7 @@ from telegram.error import NetworkError, TimedOut
 from telegram.request import RequestData
 from telegram.request._requestparameter import RequestParameter
 
-from connectors.telegram_request import AiohttpRequest
+from connectors.telegram.request import AiohttpRequest
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from connectors.cli import app
-from connectors.trajectories_cli import parse_time
+from connectors.cli.trajectories import parse_time
 from memory import MemoryStore, StoredCall
 
 OPENAI_KEY = "sk-proj-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"

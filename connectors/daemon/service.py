@@ -4,8 +4,8 @@
 
 - startup: take the data dir's daemon lock (one daemon per database: the inbox is handed out
   by this process alone), build the agent, start a supervisor per enabled channel
-  (connectors/supervisor.py), the dispatcher (connectors/dispatch.py) and the schedule
-  (connectors/schedule.py); tell systemd we are ready.
+  (connectors/daemon/supervisor.py), the dispatcher (connectors/daemon/dispatch.py) and the schedule
+  (connectors/daemon/schedule.py); tell systemd we are ready.
 - main_loop: until `should_exit`, refresh the report (`daemon.json`, read by `temper status`).
 - shutdown: stop handing out messages; let the turns in flight finish, for at most
   `drain_timeout_s`; then cancel what is left (those items stay in the inbox and resume at the
@@ -15,7 +15,7 @@ The first SIGTERM or SIGINT sets `should_exit` (graceful); a second sets `force_
 cuts the drain short. Deliveries that arrive while draining are still written to the inbox.
 
 Channels come from factories, one per platform name: `factory(config) -> Channel`
-(connectors/channel_registry.py has the built-in ones, for the platforms the config enables).
+(connectors/daemon/channels.py has the built-in ones, for the platforms the config enables).
 """
 
 from __future__ import annotations
@@ -33,16 +33,16 @@ import signal
 import time
 from typing import IO, Any
 
-from connectors.access import Access, PairingPolicy, allowlists
+from connectors.daemon.access import Access, PairingPolicy, allowlists
 from connectors.assembly import Assembled, build_agent
-from connectors.channel_registry import ChannelFactory, enabled_channels
+from connectors.daemon.channels import ChannelFactory, enabled_channels
 from connectors.config import Config
-from connectors.daemon_status import STATUS_FILE, DaemonReport, job_history, read_report, write_report
-from connectors.dispatch import DispatchSettings, Dispatcher
-from connectors.inbox import Inbox
-from connectors.schedule import Cron, Job, Scheduler
-from connectors.supervisor import ChannelSupervisor, RestartPolicy
-from connectors.systemd import notify
+from connectors.daemon.status import STATUS_FILE, DaemonReport, job_history, read_report, write_report
+from connectors.daemon.dispatch import DispatchSettings, Dispatcher
+from connectors.daemon.inbox import Inbox
+from connectors.daemon.schedule import Cron, Job, Scheduler
+from connectors.daemon.supervisor import ChannelSupervisor, RestartPolicy
+from connectors.daemon.systemd import notify
 from memory import MemoryStore
 
 log = logging.getLogger("temper.daemon")
@@ -249,7 +249,7 @@ class Daemon:
         return jobs + ([learner] if learner is not None else [])
 
     def report(self) -> None:
-        """Write `daemon.json` (see connectors/daemon_status.py)."""
+        """Write `daemon.json` (see connectors/daemon/status.py)."""
         if self._assembled is None:
             return
         depth = self._assembled.store.inbox_depth()

@@ -29,7 +29,7 @@ from typing import Annotated
 
 import typer
 
-from connectors.cli_context import get_config
+from connectors.cli.context import get_config
 
 TARGET_GAIN = 0.25
 GATE_RESERVE_S = 40.0  # the gate's two held-out evaluations (about 10 s here) and the report

@@ -12,7 +12,7 @@ The interactive chat passes stdout for both `out` and `info`; the one-shot mode 
 as `info`, so that stdout holds the reply and nothing else. Colour only goes to a terminal:
 in a pipe, a test or a log, every line is plain text.
 
-Approvals are asked in connectors/chat.py; this module words them and reads the answer.
+Approvals are asked in connectors/cli/chat.py; this module words them and reads the answer.
 
 `Terminal` reads with readline (line editing, a history file) when both ends are a terminal,
 and plain lines otherwise, so that a script can drive the chat through stdin. A message may span

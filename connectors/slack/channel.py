@@ -68,7 +68,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from connectors.channel import ApprovalPrompt, ButtonPress, ChannelError, Deliver, Outgoing, Reaction
-from connectors.slack_format import (
+from connectors.slack.format import (
     APPROVAL_ACTION_PREFIX,
     approval_blocks,
     approval_fallback_text,
@@ -77,8 +77,8 @@ from connectors.slack_format import (
     split_message,
     to_mrkdwn,
 )
-from connectors.slack_files import SlackFiles
-from connectors.slack_http import SlackEventsServer
+from connectors.slack.files import SlackFiles
+from connectors.slack.http import SlackEventsServer
 from runtime import Inbound
 
 log = logging.getLogger(__name__)

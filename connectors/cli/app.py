@@ -14,12 +14,10 @@ from typing import Annotated
 
 import typer
 
-from connectors import daemon_cli, executor_cli, memory_cli, serve, trajectories_cli
-from connectors.chat import chat
-from connectors.quickstart import quickstart
-from connectors import learning
-from connectors import tasks_cli
-from connectors.cli_context import CliState, get_config, get_state
+from connectors.cli import daemon, executor, learn, memory, serve, tasks, trajectories
+from connectors.cli.chat import chat
+from connectors.cli.quickstart import quickstart
+from connectors.cli.context import CliState, get_config, get_state
 
 app = typer.Typer(
     name="temper",
@@ -28,17 +26,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,  # locals can hold secrets
 )
-app.add_typer(memory_cli.app, name="memory")
+app.add_typer(memory.app, name="memory")
 app.add_typer(serve.app, name="serve")
-app.add_typer(trajectories_cli.app, name="trajectories")
-app.add_typer(tasks_cli.app, name="tasks")
-app.add_typer(executor_cli.app, name="executor")
+app.add_typer(trajectories.app, name="trajectories")
+app.add_typer(tasks.app, name="tasks")
+app.add_typer(executor.app, name="executor")
 app.command()(chat)
 app.command()(quickstart)
-app.add_typer(learning.app, name="learn")
-app.add_typer(daemon_cli.app, name="daemon")
-app.add_typer(daemon_cli.pairing_app, name="pairing")
-app.command("status")(daemon_cli.status)
+app.add_typer(learn.app, name="learn")
+app.add_typer(daemon.app, name="daemon")
+app.add_typer(daemon.pairing_app, name="pairing")
+app.command("status")(daemon.status)
 
 STATUS_COLOURS = {"ok": typer.colors.GREEN, "warn": typer.colors.YELLOW, "fail": typer.colors.RED}
 
@@ -119,7 +117,7 @@ def doctor(ctx: typer.Context) -> None:
     """Check the config, data dir, database, sandboxes, model endpoints and optional extras."""
     import asyncio
 
-    from connectors import doctor as checkup
+    from connectors.cli import doctor as checkup
 
     state = get_state(ctx)
     results = asyncio.run(checkup.run_doctor(state.config_path, state.secrets_path, os.environ))

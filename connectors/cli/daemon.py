@@ -1,7 +1,7 @@
 """`temper daemon`, `temper daemon install`, `temper status` and `temper pairing ...`.
 
-Thin commands: the daemon is connectors/daemon.py, the unit connectors/systemd.py, the report
-connectors/daemon_status.py, pairing memory/access.py. Nothing heavy is imported until a
+Thin commands: the daemon is connectors/daemon.py, the unit connectors/daemon/systemd.py, the report
+connectors/daemon/status.py, pairing memory/access.py. Nothing heavy is imported until a
 command runs (`temper --help` stays fast).
 """
 
@@ -16,8 +16,8 @@ from typing import Annotated
 
 import typer
 
-from connectors.cli_context import CONFIG_ERROR_EXIT, get_config, get_state
-from connectors.memory_cli import open_store
+from connectors.cli.context import CONFIG_ERROR_EXIT, get_config, get_state
+from connectors.cli.memory import open_store
 
 app = typer.Typer(help="Run temper as a service: chat channels, the schedule, the status report.")
 pairing_app = typer.Typer(
@@ -90,7 +90,13 @@ def install(
 ) -> None:
     """Write a systemd unit for the daemon and print the commands that enable it."""
     from connectors.config import resolve_config_path
-    from connectors.systemd import SYSTEM_CONFIG, SYSTEM_UNIT_DIR, UNIT_NAME, install_commands, render_unit
+    from connectors.daemon.systemd import (
+        SYSTEM_CONFIG,
+        SYSTEM_UNIT_DIR,
+        UNIT_NAME,
+        install_commands,
+        render_unit,
+    )
 
     if system:
         config_path, directory = SYSTEM_CONFIG, unit_dir or SYSTEM_UNIT_DIR
@@ -133,7 +139,7 @@ def status(
     ] = False,
 ) -> None:
     """The daemon: its channels, the queue, the schedule's last and next runs, the executor."""
-    from connectors.daemon_status import STATUS_FILE, read_report, render
+    from connectors.daemon.status import STATUS_FILE, read_report, render
 
     report = read_report(get_config(ctx).data_dir / STATUS_FILE)
     with open_store(ctx) as store:

@@ -26,7 +26,7 @@ SYSTEM_DATA_DIR = Path("/var/lib/temper")
 STOP_MARGIN_S = 30  # past the drain timeout: sandboxes put away, the store closed
 
 _SYSTEM_HARDENING = """\
-# Hardening compatible with the bubblewrap sandbox (see connectors/systemd.py for what is left out).
+# Hardening compatible with the bubblewrap sandbox (see connectors/daemon/systemd.py for what is left out).
 NoNewPrivileges=true
 PrivateTmp=true
 PrivateDevices=true

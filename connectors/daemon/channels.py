@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from connectors.channel import Channel, ChannelError
-from connectors.supervisor import ChannelUnavailable
+from connectors.daemon.supervisor import ChannelUnavailable
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -55,7 +55,7 @@ def telegram(config: Config) -> Channel:
             "(or TEMPER_TELEGRAM__SECRET_TOKEN), 1-256 of A-Z a-z 0-9 _ -",
             fatal=True,
         )
-    cls = _connector("telegram", "connectors.telegram_channel", "TelegramChannel")
+    cls = _connector("telegram", "connectors.telegram.channel", "TelegramChannel")
     try:
         return cls(
             section.bot_token.get_secret_value(),
@@ -73,7 +73,7 @@ def slack(config: Config) -> Channel:
             "slack: no bot token: set slack.bot_token (xoxb-...) in secrets.toml (or TEMPER_SLACK__BOT_TOKEN)",
             fatal=True,
         )
-    cls = _connector("slack", "connectors.slack_channel", "SlackChannel")
+    cls = _connector("slack", "connectors.slack.channel", "SlackChannel")
     options = _options(section, SLACK_OPTIONS)
     if "base_url" in options:  # slack_sdk joins method names onto it: it must end in "/"
         options["base_url"] = options["base_url"].rstrip("/") + "/"

@@ -2,7 +2,7 @@
 
 Layers, later wins:
 
-1. the defaults in the pydantic models below;
+1. the defaults in the pydantic models (schema.py);
 2. ``config.toml``: ``--config PATH``, else ``$TEMPER_CONFIG``, else platformdirs'
    ``user_config_dir("temper")/config.toml`` (a missing default file means "all defaults");
 3. ``secrets.toml`` next to it (or ``--secrets PATH`` / ``$TEMPER_SECRETS``): secret keys only,
@@ -23,7 +23,6 @@ given, what would be right, and which file or variable set it.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import tomllib
 import types
@@ -31,274 +30,29 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from platformdirs import user_config_dir, user_data_dir
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    model_validator,
-)
+from platformdirs import user_config_dir
+from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from connectors.config_messages import describe, dotted, field_at, mask, suggest
-from connectors.config_template import DEFAULT_CONFIG_TEMPLATE, DEFAULT_SECRETS_TEMPLATE
+from connectors.config.messages import describe, dotted, field_at, mask, suggest
+from connectors.config.schema import (
+    APP_NAME,
+    SECRET_KEYS,
+    SLOTS,
+    Config,
+    ConfigError,
+    ModelSlot,
+    default_data_dir,
+)
+from connectors.config.template import DEFAULT_CONFIG_TEMPLATE, DEFAULT_SECRETS_TEMPLATE
 
-__all__ = [
-    "SECRET_KEYS",
-    "SLOTS",
-    "Config",
-    "ConfigError",
-    "DaemonConfig",
-    "MemoryConfig",
-    "ModelSlot",
-    "ModelsConfig",
-    "SandboxConfig",
-    "SlackConfig",
-    "TelegramConfig",
-    "default_config_text",
-    "default_secrets_text",
-    "load_config",
-    "mask",
-    "resolve_config_path",
-    "resolve_secrets_path",
-]
-
-APP_NAME = "temper"
 ENV_PREFIX = "TEMPER_"
 CONFIG_PATH_ENV = "TEMPER_CONFIG"
 SECRETS_PATH_ENV = "TEMPER_SECRETS"
-SECRET_KEYS = frozenset({"api_key", "bot_token", "app_token", "signing_secret", "secret_token"})
-SLOTS = ("planner", "executor", "judge")
 # Shown masked in error messages: secrets, and api_key_env, where a pasted key is a common mistake.
 MASKED_IN_ERRORS = SECRET_KEYS | {"api_key_env"}
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; ``problems`` has one line per problem, with its fix."""
-
-    def __init__(self, problems: str | list[str]) -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-# Field types --------------------------------------------------------------------------------
-
-
-def _model_name(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/\S+", value):
-        raise ValueError("a litellm model string 'provider/name' like 'openai/gpt-4o-mini'")
-    return value
-
-
-def _url(value: str) -> str:
-    if not re.fullmatch(r"https?://\S+", value):
-        raise ValueError("a URL starting with http:// or https://, like 'http://127.0.0.1:8000/v1'")
-    return value.rstrip("/")
-
-
-def _empty_to_none(value: object) -> object:
-    return None if value == "" else value
-
-
-def _cron(value: str) -> str:
-    from connectors.schedule import Cron, CronError  # stdlib only: cheap
-
-    try:
-        Cron.parse(value)
-    except CronError as error:
-        raise ValueError(f"a cron expression like '0 3 * * *' or '@daily' ({error})") from None
-    return value.strip()
-
-
-def _webhook_secret(value: SecretStr | None) -> SecretStr | None:
-    if value is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
-        raise ValueError("1 to 256 characters of A-Z, a-z, 0-9, _ and -")
-    return value
-
-
-ModelName = Annotated[str, AfterValidator(_model_name)]
-Url = Annotated[str, AfterValidator(_url)]
-Secret = Annotated[SecretStr | None, BeforeValidator(_empty_to_none)]
-CronText = Annotated[str, AfterValidator(_cron)]
-WebhookSecret = Annotated[SecretStr | None, BeforeValidator(_empty_to_none), AfterValidator(_webhook_secret)]
-Port = Annotated[int, Field(ge=0, le=65535, description="a port number from 0 to 65535 (0: any free port)")]
-EnvName = Annotated[
-    Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None,
-    BeforeValidator(_empty_to_none),
-]
-SECRET_HELP = "a secret string, set in secrets.toml or the environment"
-
-
-# The models: each field's description says what a right value looks like (errors quote it). ---
-
-
-class Section(BaseModel):
-    """A table of the config file: unknown keys are errors, not silently ignored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class MemoryConfig(Section):
-    db_path: Path = Field(Path("temper.db"), description="a file path (relative: inside data_dir)")
-    search_scope: Literal["user", "all"] = Field("user", description="'user' or 'all'")
-
-
-class ModelSlot(Section):
-    """One model role. The key itself comes from ``api_key_env`` or the secrets, never the file."""
-
-    model: ModelName = Field("openai/gpt-4o-mini", description="a litellm model string")
-    api_base: Url | None = Field(None, description="a URL like 'http://127.0.0.1:8000/v1'")
-    api_key_env: EnvName = Field(
-        "OPENAI_API_KEY",
-        description="the name of an environment variable, like 'OPENAI_API_KEY' ('' for none)",
-    )
-    api_key: Secret = Field(None, description=SECRET_HELP)
-    temperature: float = Field(0.7, ge=0, le=2, description="a number between 0 and 2")
-    max_tokens: int = Field(4096, ge=1, description="a whole number of tokens, at least 1")
-    fallbacks: list[ModelName] = Field(
-        default_factory=list, description="a list of litellm model strings like ['openai/gpt-4o']"
-    )
-
-
-# Defaults that differ by slot; applied under what the user wrote, key by key.
-SLOT_DEFAULTS: dict[str, dict[str, object]] = {
-    "planner": {},
-    "executor": {},
-    "judge": {"temperature": 0.0, "max_tokens": 1024},
-}
-
-
-class ModelsConfig(Section):
-    planner: ModelSlot = Field(default_factory=ModelSlot, description="a table [models.planner]")
-    executor: ModelSlot = Field(default_factory=ModelSlot, description="a table [models.executor]")
-    judge: ModelSlot = Field(default_factory=ModelSlot, description="a table [models.judge]")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _slot_defaults(cls, data: object) -> object:
-        if not isinstance(data, dict):
-            return data
-        filled = dict(data)
-        for slot, defaults in SLOT_DEFAULTS.items():
-            given = filled.get(slot, {})
-            if isinstance(given, dict):
-                filled[slot] = {**defaults, **given}
-        return filled
-
-
-class SandboxConfig(Section):
-    backend: Literal["auto", "docker", "bwrap", "local"] = Field(
-        "auto", description="one of 'auto', 'docker', 'bwrap', 'local'"
-    )
-    timeout_s: float = Field(
-        120.0, gt=0, le=86400, description="a number of seconds above 0 and at most 86400"
-    )
-    memory_mb: int = Field(1024, ge=64, description="a whole number of megabytes, at least 64")
-    network: bool = Field(False, description="true or false")
-
-
-class ExecutorConfig(Section):
-    """How terminal work is done: by the executor sub-agent (terminal_task) or a plain shell."""
-
-    enabled: bool = Field(True, description="true or false")
-    backend: Literal["planner", "openai", "local"] = Field(
-        "planner", description="one of 'planner', 'openai', 'local'"
-    )
-    model_dir: Path | None = Field(
-        None, description="a Hugging Face model directory (local) or a tokenizer directory (openai, planner)"
-    )
-    adapter_dir: Path | None = Field(None, description="a PEFT adapter directory")
-    threshold: float = Field(0.6, ge=0, le=1, description="a number between 0 and 1")
-    max_turns: int = Field(8, ge=1, le=64, description="a whole number from 1 to 64")
-
-
-class TelegramConfig(Section):
-    enabled: bool = Field(False, description="true or false")
-    allowed_users: list[int] = Field(
-        default_factory=list, description="a list of numeric Telegram user ids like [123456789]"
-    )
-    bot_token: Secret = Field(None, description=SECRET_HELP)
-    mode: Literal["polling", "webhook"] = Field("polling", description="'polling' or 'webhook'")
-    base_url: Url = Field(
-        "https://api.telegram.org", description="the Bot API root, like 'https://api.telegram.org'"
-    )
-    webhook_url: Url | None = Field(
-        None, description="the public https URL Telegram posts updates to (webhook mode)"
-    )
-    secret_token: WebhookSecret = Field(None, description=SECRET_HELP)
-    listen_host: str = Field("127.0.0.1", min_length=1, description="a host name or IP address")
-    listen_port: Port = 8443
-    poll_timeout_s: int = Field(30, ge=1, le=300, description="a whole number of seconds from 1 to 300")
-
-
-class SlackConfig(Section):
-    enabled: bool = Field(False, description="true or false")
-    allowed_users: list[str] = Field(
-        default_factory=list, description="a list of Slack member ids like ['U012AB3CD']"
-    )
-    bot_token: Secret = Field(None, description=SECRET_HELP)
-    app_token: Secret = Field(None, description=SECRET_HELP)
-    signing_secret: Secret = Field(None, description=SECRET_HELP)
-    mode: Literal["socket", "http"] = Field("socket", description="'socket' or 'http'")
-    base_url: Url = Field(
-        "https://slack.com/api", description="the Web API root, like 'https://slack.com/api'"
-    )
-    listen_host: str = Field("127.0.0.1", min_length=1, description="a host name or IP address")
-    listen_port: Port = 3000
-
-
-class DaemonConfig(Section):
-    """`temper daemon`: draining, concurrency, approvals, pairing, and the schedule."""
-
-    drain_timeout_s: float = Field(30.0, ge=0, le=3600, description="a number of seconds from 0 to 3600")
-    concurrency: int = Field(4, ge=1, le=256, description="a whole number from 1 to 256")
-    approval_timeout_s: float = Field(
-        300.0, gt=0, le=86400, description="a number of seconds above 0 and at most 86400"
-    )
-    pairing_code_ttl_s: float = Field(
-        3600.0, ge=60, le=7 * 86400, description="a number of seconds from 60 to 604800 (a week)"
-    )
-    learner_schedule: CronText = Field("0 3 * * *", description="a cron expression")
-    maintenance_schedule: CronText = Field("0 4 * * 0", description="a cron expression")
-    inbox_prune_schedule: CronText = Field("30 4 * * *", description="a cron expression")
-    inbox_retention_days: float = Field(
-        30.0, gt=0, le=3650, description="a number of days above 0 and at most 3650"
-    )
-
-
-def default_data_dir() -> Path:
-    return Path(user_data_dir(APP_NAME))
-
-
-class Config(Section):
-    """All of temper's settings. Paths come out absolute; ``memory.db_path`` lies under ``data_dir``
-    unless it was given as an absolute path."""
-
-    data_dir: Path = Field(default_factory=default_data_dir, description="a directory path")
-    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="a table [memory]")
-    models: ModelsConfig = Field(default_factory=ModelsConfig, description="a table [models]")
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig, description="a table [sandbox]")
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="a table [executor]")
-    telegram: TelegramConfig = Field(default_factory=TelegramConfig, description="a table [telegram]")
-    slack: SlackConfig = Field(default_factory=SlackConfig, description="a table [slack]")
-    daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="a table [daemon]")
-
-    @model_validator(mode="after")
-    def _resolve_paths(self) -> Config:
-        self.data_dir = self.data_dir.expanduser().absolute()
-        db_path = self.memory.db_path.expanduser()
-        if not db_path.is_absolute():
-            self.memory = self.memory.model_copy(update={"db_path": self.data_dir / db_path})
-        return self
-
-
-# Loading ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

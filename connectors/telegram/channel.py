@@ -64,10 +64,10 @@ from connectors.channel import (
     Delivered,
     Outgoing,
 )
-from connectors.telegram_format import Entity, Piece, render, split, utf16_len
-from connectors.telegram_request import AiohttpRequest
-from connectors.telegram_updates import PLATFORM, UpdateReader, button_data
-from connectors.telegram_webhook import MalformedUpdate, WebhookListener
+from connectors.telegram.format import Entity, Piece, render, split, utf16_len
+from connectors.telegram.request import AiohttpRequest
+from connectors.telegram.updates import PLATFORM, UpdateReader, button_data
+from connectors.telegram.webhook import MalformedUpdate, WebhookListener
 
 __all__ = ["TelegramChannel"]
 

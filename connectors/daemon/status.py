@@ -22,8 +22,8 @@ from pathlib import Path
 import time
 from typing import Any
 
-from connectors.schedule import JobRun
-from connectors.supervisor import ChannelState
+from connectors.daemon.schedule import JobRun
+from connectors.daemon.supervisor import ChannelState
 
 STATUS_FILE = "daemon.json"
 LEARNER_JOB = "learner"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Iterator
 
 import typer
 
-from connectors.cli_context import get_config
+from connectors.cli.context import get_config
 
 if TYPE_CHECKING:
     from memory import MemoryStore

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import logging
 import time
 
-from connectors.access import Access
-from connectors.approvals import Approvals
+from connectors.daemon.access import Access
+from connectors.daemon.approvals import Approvals
 from connectors.channel import ButtonPress, Channel, ChannelError, Delivered, KnowsSent, Outgoing, Reaction
-from connectors.inbox import decode
-from connectors.supervisor import ChannelSupervisor
+from connectors.daemon.inbox import decode
+from connectors.daemon.supervisor import ChannelSupervisor
 from memory import InboxItem, MemoryStore, Reply
 from runtime import Agent, ApprovalRequested, Inbound, Replied, TurnFailed
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from connectors.cli_context import get_config
+from connectors.cli.context import get_config
 
 if TYPE_CHECKING:
     from connectors.config import Config

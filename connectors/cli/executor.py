@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from connectors.cli_context import get_config
+from connectors.cli.context import get_config
 
 if TYPE_CHECKING:
     from learner.versions import ExecutorVersions, Version

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from connectors.cli_context import get_config
-from connectors.memory_cli import iso, open_store
+from connectors.cli.context import get_config
+from connectors.cli.memory import iso, open_store
 
 if TYPE_CHECKING:
     from memory import RecordedCall, TrajectoryFilter

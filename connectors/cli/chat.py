@@ -7,7 +7,7 @@ drops a half-typed line when the interrupt reaches the thread reading it; and wh
 types, the agent's after-reply work (compaction) goes on. Everything that touches the agent or
 the memory store runs on the loop thread (`AgentLoop.call`, `AgentLoop.start`).
 
-A turn: the loop thread renders its events (connectors/chat_render.py) and, for an approval,
+A turn: the loop thread renders its events (connectors/cli/chat_render.py) and, for an approval,
 sends the question to the main thread, which reads the answer and passes it back. Ctrl-C while
 a turn runs cancels the turn's task; the agent marks the episode abandoned, and the chat goes
 on. `agent.close()` (drain the after-reply work, put sandboxes away) runs on every exit.
@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 
-from connectors.cli_context import CONFIG_ERROR_EXIT, get_config
+from connectors.cli.context import CONFIG_ERROR_EXIT, get_config
 
 if TYPE_CHECKING:  # the runtime costs a second to import: loaded inside the command only
     from connectors.assembly import Assembled
     from connectors.config import Config
-    from connectors.chat_render import Renderer, Terminal
+    from connectors.cli.chat_render import Renderer, Terminal
     from runtime import ApprovalRequested, Inbound
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ def run_chat(
     config: Config, message: str | None, *, model: str | None, api_base: str | None, session: str, yes: bool
 ) -> int:
     """The interactive chat, or one turn for `message`; the exit code. Closes the agent."""
-    from connectors.chat_render import Renderer, Terminal
+    from connectors.cli.chat_render import Renderer, Terminal
 
     one_shot = message is not None
     terminal = Terminal(sys.stdin, sys.stdout)
@@ -358,7 +358,7 @@ class Chat:
             self.renderer.failure("nothing to rate yet in this session")
             return
         task = self.loop.call(self.store.episode, episode_id).task
-        from connectors.chat_render import shorten
+        from connectors.cli.chat_render import shorten
 
         self.renderer.note(f"episode {episode_id} ({shorten(task, 60)!r}) rated {'good' if good else 'bad'}")
 
@@ -367,7 +367,7 @@ class Chat:
         if not rows:
             self.renderer.note("no sessions yet")
             return
-        from connectors.chat_render import shorten
+        from connectors.cli.chat_render import shorten
 
         width = max(len(row[0]) for row in rows)
         for name, updated_at, count, first in rows:
