@@ -12,26 +12,33 @@ Prints one `name: value` line per figure:
   and logprobs as JSON text (ratio);
 - write throughput (calls/s) and export rate to Parquet and JSON Lines (calls/s).
 
-    python bench/capture.py [--episodes 200]
+The tiny model's episode has shorter observations than the synthetic one, to fit its context.
+
+    python bench/capture.py [--episodes 200] [--turns 10]
+    python bench/capture.py --episodes 2 --turns 3      # the smallest run (tests/bench)
 """
 
 import argparse
 import asyncio
 import json
 import os
-from pathlib import Path
 import random
 import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from memory import MemoryStore, StoredCall, export_trajectories  # noqa: E402
+from memory import MemoryStore, StoredCall, export_trajectories
 
 TURNS = 10
 SYSTEM_TOKENS, COMPLETION_TOKENS, OBSERVATION_TOKENS = 400, 120, 200
 CHARS_PER_TOKEN = 4
+# The tiny model's observations: 30 tokens by CHARS_PER_TOKEN are ~40 of its own (its tokenizer is
+# trained on other text), so its ten turns end near 1,830 tokens of its 2,048. 60 were ~85 tokens,
+# and the tenth prompt alone was 2,056 tokens: the model refused it.
+TINY_OBSERVATION_TOKENS = 30
 FIXED_CALL_S = 0.25  # a 120-token reply from a small model on one CPU core (~500 tokens/s)
 WORDS = "ls cat grep file line total drwxr-xr-x root 4096 Nov src tests README.md error ok".split()
 
@@ -43,15 +50,15 @@ def words(rng: random.Random, tokens: int) -> str:
     return " ".join(text)
 
 
-def synthetic_episode(rng: random.Random) -> list[StoredCall]:
-    """Ten calls, each prompt the previous prompt + completion + an observation."""
+def synthetic_episode(rng: random.Random, turns: int) -> list[StoredCall]:
+    """`turns` calls, each prompt the previous prompt + completion + an observation."""
     prompt = [rng.randrange(150_000) for _ in range(SYSTEM_TOKENS)]
     messages = [
         {"role": "system", "content": words(rng, SYSTEM_TOKENS - 40)},
         {"role": "user", "content": words(rng, 40)},
     ]
     calls = []
-    for turn in range(TURNS):
+    for turn in range(turns):
         sampled = [rng.randrange(150_000) for _ in range(COMPLETION_TOKENS)]
         text = words(rng, COMPLETION_TOKENS)
         calls.append(StoredCall(
@@ -78,9 +85,9 @@ def table_bytes(store: MemoryStore, *names: str) -> int:
 
 
 def store_naive(store: MemoryStore, calls: list[StoredCall]) -> None:
-    with store._writing() as db:
+    with store.transaction():
         for call in calls:
-            db.execute(
+            store.db.execute(
                 "insert into naive_calls values (?, ?, ?)",
                 (
                     json.dumps(call.prompt_ids),
@@ -120,7 +127,7 @@ def tiny_model_calls(directory: Path, turns: int) -> tuple[list[StoredCall], str
             ))  # fmt: skip
             messages = messages + [
                 {"role": "assistant", "content": completion.text},
-                {"role": "user", "content": words(rng, 60)},
+                {"role": "user", "content": words(rng, TINY_OBSERVATION_TOKENS)},
             ]
         return calls
 
@@ -130,19 +137,20 @@ def tiny_model_calls(directory: Path, turns: int) -> tuple[list[StoredCall], str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=TURNS, help="model calls per episode")
     args = parser.parse_args()
     rng = random.Random(0)
-    episodes = [synthetic_episode(rng) for _ in range(min(args.episodes, 20))]
+    episodes = [synthetic_episode(rng, args.turns) for _ in range(min(args.episodes, 20))]
     episodes = [episodes[i % len(episodes)] for i in range(args.episodes)]
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         store = MemoryStore.open(directory / "capture.db")
-        store.set_secrets(["operator-api-key-0123456789"])
+        store.trajectories.set_secrets(["operator-api-key-0123456789"])
         timings = []
         started = time.perf_counter()
         for calls in episodes:
-            episode_id = store.start_executor_episode(
+            episode_id = store.trajectories.start_executor_episode(
                 "count the files in src",
                 split="train",
                 snapshot_id="sha256:" + "0" * 64,
@@ -150,14 +158,14 @@ def main() -> None:
             )
             for call in calls:
                 began = time.perf_counter()
-                store.record_call(episode_id, call)
+                store.trajectories.record_call(episode_id, call)
                 timings.append(time.perf_counter() - began)
         total = time.perf_counter() - started
         record_ms = statistics.median(timings) * 1000
         print(f"record_call median: {record_ms:.3f} ms")
         print(f"record_call p95: {sorted(timings)[int(0.95 * len(timings))] * 1000:.3f} ms")
         print(
-            f"write throughput: {len(timings) / total:,.0f} calls/s ({args.episodes} episodes of {TURNS} calls)"
+            f"write throughput: {len(timings) / total:,.0f} calls/s ({args.episodes} episodes of {args.turns} calls)"
         )
 
         final = len(episodes[0][-1].prompt_ids) + len(episodes[0][-1].completion_ids)
@@ -178,7 +186,7 @@ def main() -> None:
         for calls in episodes[:naive_episodes]:
             store_naive(store, calls)
         naive_bytes = table_bytes(store, "naive_calls") / naive_episodes
-        print(f"final sequence: {final} tokens ({TURNS} calls)")
+        print(f"final sequence: {final} tokens ({args.turns} calls)")
         print(f"bytes per token, token arrays: {array_bytes / final:.2f} (target <= 8)")
         print(f"bytes per token, whole rows on disk (text, indexes): {row_bytes / final:.2f}")
         print(f"bytes per token, naive JSON of every full prompt: {naive_bytes / final:.2f}")
@@ -194,16 +202,16 @@ def main() -> None:
                 f"export {fmt}: {report.calls / seconds:,.0f} calls/s ({report.calls} calls, {size / 2**20:.1f} MiB)"
             )
 
-        real, source = tiny_model_calls(directory, TURNS)
+        real, source = tiny_model_calls(directory, args.turns)
         if real:
             call_s = statistics.mean(call.latency_s for call in real)
-            episode_id = store.start_executor_episode("count the files in src")
+            episode_id = store.trajectories.start_executor_episode("count the files in src")
             real_timings = []
             for call in real:
                 began = time.perf_counter()
-                store.record_call(episode_id, call)
+                store.trajectories.record_call(episode_id, call)
                 real_timings.append(time.perf_counter() - began)
-            stored = store.calls(episode_id)
+            stored = store.trajectories.calls(episode_id)
             causes = [c.mismatch for c in stored[1:] if not c.extends_previous]
             print(
                 f"tiny model call: {call_s * 1000:.1f} ms mean ({statistics.mean(len(c.completion_ids) for c in real):.0f} sampled tokens)"
@@ -213,7 +221,7 @@ def main() -> None:
                 f"capture overhead share: {statistics.median(real_timings) / call_s:.2%} of a tiny model call"
             )
             print(
-                f"tiny model prompts extending the previous call: {TURNS - 1 - len(causes)} of {TURNS - 1} (mismatches: {', '.join(sorted(set(filter(None, causes)))) or 'none'})"
+                f"tiny model prompts extending the previous call: {args.turns - 1 - len(causes)} of {args.turns - 1} (mismatches: {', '.join(sorted(set(filter(None, causes)))) or 'none'})"
             )
             tiny_bytes = store.db.execute(
                 "select sum(length(prompt_suffix) + length(completion_ids) + length(completion_logprobs))"

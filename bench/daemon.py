@@ -22,21 +22,25 @@ this process (tests/fakes). The model answers at once. Figures:
   fills as the database grows, so growth tracks `database_mb_with_wal` until that cap.
 
     python bench/daemon.py [--burst 1000] [--burst-users 200] [--latency 200] [--rss-messages 10000]
+
+The smallest run (tests/bench/test_smoke.py):
+
+    python bench/daemon.py --warmup 5 --burst 10 --burst-users 5 --latency 5 --rss-messages 10 --rss-users 5
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
 import os
-from pathlib import Path
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,8 +273,8 @@ async def measure_daemon(args: argparse.Namespace, folder: Path, model: FakeOpen
             try:
                 up = lambda: telegram.offsets and slack.live_sockets()  # noqa: E731
                 await asyncio.to_thread(daemon.wait_for, up, 60.0, "both channels up")
-                await telegram_burst(telegram, 100, 50)  # warm-up: imports, caches, connections
-                await slack_burst(slack, 100, 50)
+                await telegram_burst(telegram, args.warmup, 50)  # imports, caches, connections
+                await slack_burst(slack, args.warmup, 50)
                 for platform, samples in (
                     ("telegram", await telegram_latency(telegram, model, args.latency)),
                     ("slack", await slack_latency(slack, model, args.latency)),
@@ -315,7 +319,7 @@ async def measure_bare_bots(args: argparse.Namespace, folder: Path, model: FakeO
     with TimedTelegram() as telegram:
         bot = bare_bot(BARE_TELEGRAM_BOT, log, telegram.url, model.base_url, telegram.token)
         try:
-            await telegram_burst(telegram, 100, 50)
+            await telegram_burst(telegram, args.warmup, 50)
             figures["telegram_latency"] = statistics.median(
                 await telegram_latency(telegram, model, args.latency)
             )
@@ -328,9 +332,8 @@ async def measure_bare_bots(args: argparse.Namespace, folder: Path, model: FakeO
     async with TimedSlack() as slack:
         bot = bare_bot(BARE_SLACK_BOT, log, slack.base_url, model.base_url, slack.bot_token, slack.app_token)
         try:
-            while not slack.live_sockets():
-                await asyncio.sleep(0.01)
-            await slack_burst(slack, 100, 50)
+            await slack.wait_for(lambda: slack.live_sockets() > 0, timeout=60)
+            await slack_burst(slack, args.warmup, 50)
             figures["slack_latency"] = statistics.median(await slack_latency(slack, model, args.latency))
             figures["slack_rate"], figures["slack_cpu"] = await timed_burst(
                 bot.pid, lambda: slack_burst(slack, args.burst, args.burst_users), args.burst
@@ -343,6 +346,7 @@ async def measure_bare_bots(args: argparse.Namespace, folder: Path, model: FakeO
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--warmup", type=int, default=100, help="messages per platform before measuring")
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--burst-users", type=int, default=200)
     parser.add_argument("--latency", type=int, default=200)
@@ -350,7 +354,7 @@ async def main() -> None:
     parser.add_argument("--rss-users", type=int, default=1_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as model:
-        calls = 2 * (100 + args.latency + args.burst) + args.rss_messages
+        calls = 2 * (args.warmup + args.latency + args.burst) + args.rss_messages
         for _ in range(2 * calls):  # the daemon, then the bare bots
             model.enqueue(text="Sure, noted.")
         daemon = await measure_daemon(args, Path(tmp), model)

@@ -20,12 +20,16 @@ after each of trl's steps), so that load from other processes on a shared machin
     python bench/learner.py [--prompts 4] [--group 8] [--max-tokens 32] [--iterations 6]
     python bench/learner.py --system     # prompts after the executor's system prompt, as replays are
     python bench/learner.py --device cuda --hidden 768 --layers 12 --heads 12   # ~90M parameters
+    python bench/learner.py --prompts 2 --group 2 --max-tokens 8 --iterations 1  # the smallest run
+
+Without trl (the `bench` extra) it times our side alone and says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import math
 import statistics
 import sys
@@ -314,8 +318,13 @@ def main() -> None:
             f"setup: P={args.prompts} prompts x G={args.group}, max {args.max_tokens} completion tokens, LoRA r={LORA_RANK} {'/'.join(LORA_MODULES)}, "
             f"{'the executor system prompt first' if args.system else 'no system prompt'}"
         )
-        # One of ours after each of trl's steps, so that both sides see the same load.
         iterate, ours_runs = ours_learner(model_dir, prompts, args), []
+        if importlib.util.find_spec("trl") is None:
+            print("trl: not installed (pip install 'temper[bench]'): our side alone, no ratios")
+            ours_runs = [iterate(n) for n in range(args.iterations + 1)]
+            summarise("ours", ours_runs[1:], len(prompts))  # the first one warms up
+            return
+        # One of ours after each of trl's steps, so that both sides see the same load.
         trl_runs = trl_iterations(model_dir, prompts, args, lambda: ours_runs.append(iterate(len(ours_runs))))
         trl, trl_update = summarise("trl", trl_runs, len(prompts))
         ours, ours_update = summarise("ours", ours_runs[1:], len(prompts))  # the first one warms up
@@ -327,7 +336,8 @@ def _parameters(model_dir: Path) -> int:
     from safetensors import safe_open
 
     with safe_open(str(model_dir / "model.safetensors"), "pt") as weights:
-        return sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())  # noqa: SIM118 - safe_open is not iterable
+        names = weights.keys()  # safe_open is not iterable
+        return sum(math.prod(weights.get_slice(name).get_shape()) for name in names)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,12 @@ import argparse
 import asyncio
 import importlib.util
 import os
-from pathlib import Path
 import random
 import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -71,8 +71,8 @@ def fill_memory(store: MemoryStore, messages: int, history: int, rng: random.Ran
     store.add_messages(own)
     # A session this long has been compacted: its summary stands in for all but the last turns.
     session_id = store.session_id("cli:bench:")
-    _, turns = store.conversation(session_id)
-    store.add_summary(
+    _, turns = store.conversations.load(session_id)
+    store.conversations.add_summary(
         session_id, turns[-24].id, "The user and temper discussed projects, budgets and travel."
     )
 

@@ -10,17 +10,17 @@ ratios hold on a noisy machine.
 import argparse
 import itertools
 import os
-from pathlib import Path
 import random
 import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import apsw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from memory import MemoryStore, NewMessage  # noqa: E402
+from memory import MemoryStore, NewMessage
 
 SYLLABLES = "ka lo mi ne ru sa ti vo pe da gri ston ble mar en ing ed er tho qua".split()
 

@@ -9,16 +9,16 @@ question joined with AND finds almost nothing), ranked by bm25, scoped to the us
 """
 
 import argparse
-from collections import defaultdict
 import json
-from pathlib import Path
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from memory import MemoryStore, import_jsonl  # noqa: E402
-from memory.jsonl import read_lines  # noqa: E402
+from memory import MemoryStore, import_jsonl
+from memory.jsonl import read_lines
 
 DATA = Path(__file__).resolve().parent / "data"
 KS = (1, 5, 10)

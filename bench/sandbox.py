@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-from pathlib import Path
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 # The repo root first: bench/memory.py would otherwise shadow the memory package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

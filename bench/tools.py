@@ -13,10 +13,10 @@ import argparse
 import asyncio
 import shlex
 import statistics
-from pathlib import Path
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 # The repo root first: bench/memory.py would otherwise shadow the memory package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -6,9 +6,9 @@ Every way in (the CLI chat, later the daemon's Telegram and Slack connectors) bu
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-import os
 
 from connectors.config import Config, ConfigError, ModelSlot
 from memory import MemoryStore
@@ -60,7 +60,7 @@ def build_agent(
     except ModelAuthError as error:
         notes.append(f"judge off: {error}")
     store = MemoryStore.open(config.memory.db_path)
-    store.set_secrets(configured_secrets(config, environ))
+    store.trajectories.set_secrets(configured_secrets(config, environ))
     options = SandboxOptions(
         limits=Limits(memory_bytes=config.sandbox.memory_mb << 20),
         network=config.sandbox.network,
@@ -118,7 +118,7 @@ def build_executor(
     def heldout_success() -> float | None:
         if model is None:
             return None
-        return store.heldout_success(_model_name(model), getattr(model, "adapter_version", None))
+        return store.trajectories.heldout_success(_model_name(model), getattr(model, "adapter_version", None))
 
     return TerminalExecutor(
         stand_in,

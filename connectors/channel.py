@@ -1,5 +1,5 @@
 """What every chat platform connector (Telegram, Slack, the CLI's daemon client) offers the
-daemon, and what it hands back. The daemon (connectors/daemon.py) owns the durable inbox, the
+daemon, and what it hands back. The daemon (connectors/daemon/) owns the durable inbox, the
 agent and the schedule; a connector only speaks its platform.
 
 Receiving: a connector calls `deliver(item)` for every update it gets (a message, a button

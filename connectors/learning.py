@@ -38,7 +38,7 @@ async def run_learning_cycle(
 ) -> str:
     import torch
 
-    from learner import ExecutorVersions, CycleSummary, Progress, import_tasks, synthetic_suite, write_report
+    from learner import ExecutorVersions, import_tasks, report_cycle, synthetic_suite
     from learner.cycle import CycleSettings, run_cycle
     from memory import MemoryStore
 
@@ -69,18 +69,14 @@ async def run_learning_cycle(
             on_iteration=lambda i, reward, m: say(f"iteration {i}: train reward {reward:.2f}; {m.line()}"),
             start_adapter=None if current is None else current.directory,
         )  # fmt: skip
-    report = write_report(
+    report = report_cycle(
         config.data_dir,
-        CycleSummary(
-            cycle=len(versions.list_versions()) + 1, model=str(settings.model_dir), tasks=len(train),
-            episodes=sum(m.rows for m in result.steps), steps=len(result.steps),
-            train_reward=result.train_reward[-1][1] if result.train_reward else None, gate=result.decision,
-            previous=None if current is None else current.name,
-            version=None if result.version is None else result.version.name,
-        ),
-        Progress(heldout=[(0.0, result.current.success), (1.0, result.candidate.success)],
-                 train_reward=[(float(i), r) for i, r in result.train_reward]),
-    )  # fmt: skip
+        result,
+        cycle=len(versions.list_versions()) + 1,
+        model=settings.model_dir,
+        tasks=len(train),
+        previous=None if current is None else current.name,
+    )
     (work_dir / "done").write_text(report.text + "\n", encoding="utf-8")
     return report.text
 

@@ -17,17 +17,18 @@ from learner.evaluation import Evaluation, evaluate
 from learner.gate import GateDecision, GateError, GateSettings, HeldoutResult, decide
 from learner.promote import promote, rollback
 from learner.replay import Attempt, ReplaySettings, replay
-from learner.report import CycleSummary, Progress, write_report
+from learner.report import CycleSummary, Progress, report_cycle, write_report
 from learner.rows import Row, RowBatch, RowSettings, RowStats, build_rows
 from learner.tasks import Task, import_tasks, reference_actions, synthetic_suite
 from learner.versions import ExecutorVersions, Version, VersionError, VersionMeta, model_hash
 
-if TYPE_CHECKING:
-    from learner.cycle import CycleResult, CycleSettings, run_cycle
-    from learner.policy import LoraSettings, TrainablePolicy
-    from learner.sft import SFTExample, SFTSettings, sft
-    from learner.train import GRPOTrainer, StepMetrics, TrainSettings
-    from learner.warmstart import WarmStart, WarmStartSettings, warm_start
+if TYPE_CHECKING:  # for type checkers; at run time these load on first use (__getattr__)
+    from learner.cycle import CycleResult, CycleSettings, run_cycle  # noqa: F401
+    from learner.policy import LoraSettings, TrainablePolicy  # noqa: F401
+    from learner.sft import SFTExample, SFTSettings, sft  # noqa: F401
+    from learner.train import GRPOTrainer, StepMetrics, TrainSettings  # noqa: F401
+    from learner.warmstart import WarmStart, WarmStartSettings, warm_start  # noqa: F401
+
 
 _HEAVY = {
     "CycleResult": "learner.cycle",
@@ -74,6 +75,7 @@ __all__ = [
     "promote",
     "reference_actions",
     "replay",
+    "report_cycle",
     "rollback",
     "synthetic_suite",
     "write_report",

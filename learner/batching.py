@@ -31,11 +31,12 @@ import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from runtime.executor import Completion, SamplingParams
 
 
+@runtime_checkable
 class BatchSampler(Protocol):
     name: str
 
@@ -126,7 +127,7 @@ class GroupBatcher:
             for call in calls:
                 call.future.cancel()
             raise
-        except Exception as error:  # noqa: BLE001 - not swallowed: each caller gets it as its own call's
+        except Exception as error:
             for call in calls:
                 if not call.future.done():
                     call.future.set_exception(error)

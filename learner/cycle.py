@@ -16,14 +16,11 @@ replayed, since GRPO wants groups generated now, by the current policy.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-import random
-import time
-
-from memory import MemoryStore
-from runtime.executor import LocalBackend, LocalModel
 
 from learner.evaluation import Evaluation, evaluate
 from learner.gate import GateDecision, GateSettings, decide
@@ -34,6 +31,8 @@ from learner.task_sampling import TaskSampler, TaskSampling
 from learner.tasks import Task
 from learner.train import GRPOTrainer, StepMetrics, TrainSettings
 from learner.versions import ExecutorVersions, Version, VersionMeta, model_hash
+from memory import MemoryStore
+from runtime.executor import LocalBackend, LocalModel
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ async def run_cycle(
         sampler.record((a.task_id, a.reward) for a in attempts)
         reward = sum(a.reward for a in attempts) / len(attempts)
         rewards.append((iteration, reward))
-        rows = build_rows(store.trajectories(since=started, split="train"), settings.rows)
+        rows = build_rows(store.trajectories.read(since=started, split="train"), settings.rows)
         metrics = trainer.step(rows)
         steps.append(metrics)
         if on_iteration is not None:

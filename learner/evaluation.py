@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory import MemoryStore
-from runtime.executor import ExecutorBackend
-
 from learner.gate import HeldoutResult
 from learner.replay import ReplaySettings, replay
 from learner.tasks import Task
+from memory import MemoryStore
+from runtime.executor import ExecutorBackend
 
 
 @dataclass(frozen=True)

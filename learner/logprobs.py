@@ -39,7 +39,7 @@ from __future__ import annotations
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from runtime.executor.sampling import cache_argument
+from runtime.executor.sampling import base_model, cache_argument
 
 UNSUPPORTED_LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale")
 
@@ -141,7 +141,7 @@ def _chunk(
 
 def split_model(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
     """(decoder, output head) of a causal LM, looking through a peft wrapper."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = base_model(model)
     config = base.config
     for name in UNSUPPORTED_LOGIT_TRANSFORMS:
         if getattr(config, name, None):

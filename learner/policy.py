@@ -64,7 +64,7 @@ class TrainablePolicy:
         name: str,
         reference: torch.nn.Module | None = None,
     ) -> None:
-        self.module = module.eval()
+        self.module: Any = module.eval()  # a transformers or peft model: its methods are untyped
         self.lora = lora
         self.tokenizer = tokenizer
         self.name = name
@@ -156,7 +156,7 @@ class TrainablePolicy:
 def _load_copy(model: LocalModel) -> Any:
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(model.name, dtype=torch.float32)
+    base: Any = AutoModelForCausalLM.from_pretrained(model.name, dtype=torch.float32)
     return base.to(model.device)
 
 
@@ -166,7 +166,12 @@ def _with_lora(base: Any, lora: LoraSettings, start_adapter: str | Path | None, 
     if start_adapter is not None:
         return PeftModel.from_pretrained(base, Path(start_adapter), is_trainable=True)
     targets = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
-    config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets)
+    config = LoraConfig(
+        r=lora.rank,
+        lora_alpha=lora.alpha,  # type: ignore[arg-type]  # peft's annotation says int; a float scales alike
+        lora_dropout=lora.dropout,
+        target_modules=targets,
+    )
     with torch.random.fork_rng(devices=[]):  # A's random init, reproducible, global RNG untouched
         torch.manual_seed(seed)
         return get_peft_model(base, config)

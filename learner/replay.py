@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from learner.batching import GroupBatcher
+from learner.batching import BatchSampler, GroupBatcher
 from learner.tasks import Task, task_snapshot, verify
 from memory import MemoryStore
 from runtime import BackendName, Snapshot, open_sandbox
@@ -77,7 +77,7 @@ async def replay(
     label: str,
 ) -> list[Attempt]:
     """Every task `settings.group_size` times; the attempts in task order."""
-    batcher = GroupBatcher(backend) if hasattr(backend, "complete_batch") else None
+    batcher = GroupBatcher(backend) if isinstance(backend, BatchSampler) else None
     slots = asyncio.Semaphore(max(1, settings.concurrent_tasks))
 
     async def group(task: Task) -> list[Attempt]:
@@ -133,7 +133,7 @@ async def _attempt(
             await recorder.finish(episode_id, run)
         passed = await verify(task, sandbox)
     reward = 1.0 if passed else 0.0
-    store.record_reward(episode_id, reward, "verifier", "check passed" if passed else "check failed")
+    store.episodes.record_reward(episode_id, reward, "verifier", "check passed" if passed else "check failed")
     return Attempt(
         task.id,
         task.family,

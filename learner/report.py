@@ -3,6 +3,9 @@
     report = write_report(data_dir, summary, progress)
     send(report.text)                   # mentions report.plot, the PNG's path
 
+    report = report_cycle(data_dir, result, cycle=..., model=..., tasks=..., previous=...)
+                                        # the same, for what run_cycle returned
+
 Everything goes to `<data_dir>/learner/reports/cycle-NNNN/`: `figures.json` (the summary, the
 gate decision and the curves), `progress.png` and `summary.txt`. The plot has held-out success
 per cycle on the left, with the warm-start baseline as a dashed line when known, and the mean
@@ -18,9 +21,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from learner.gate import GateDecision
+
+if TYPE_CHECKING:
+    from learner.cycle import CycleResult  # torch: only for the annotation
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,37 @@ def write_report(data_dir: str | Path, summary: CycleSummary, progress: Progress
     figures.write_text(json.dumps(_figures(summary, progress), indent=2) + "\n", encoding="utf-8")
     (directory / "summary.txt").write_text(text + "\n", encoding="utf-8")
     return CycleReport(text, plot, figures)
+
+
+def report_cycle(
+    data_dir: str | Path,
+    result: CycleResult,
+    *,
+    cycle: int,
+    model: str | Path,
+    tasks: int,
+    previous: str | None,
+    baseline: float | None = None,
+) -> CycleReport:
+    """`write_report` for a finished `run_cycle`: its training figures, the gate's decision, and
+    held-out success before (x = 0) and after (x = 1) as the curve."""
+    summary = CycleSummary(
+        cycle=cycle,
+        model=str(model),
+        tasks=tasks,
+        episodes=sum(m.rows for m in result.steps),
+        steps=len(result.steps),
+        train_reward=result.train_reward[-1][1] if result.train_reward else None,
+        gate=result.decision,
+        previous=previous,
+        version=None if result.version is None else result.version.name,
+    )
+    progress = Progress(
+        heldout=[(0.0, result.current.success), (1.0, result.candidate.success)],
+        train_reward=[(float(i), r) for i, r in result.train_reward],
+        baseline=baseline,
+    )
+    return write_report(data_dir, summary, progress)
 
 
 def plot_progress(path: Path, progress: Progress) -> Path:

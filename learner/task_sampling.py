@@ -22,9 +22,9 @@ and then. "uniform" draws like `random.sample`.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-import random
 from typing import Literal
 
 from learner.tasks import Task

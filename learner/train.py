@@ -41,7 +41,7 @@ run equal an uninterrupted one. The trainer logs nothing itself: `StepMetrics` i
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TrainSettings:
-    lora: LoraSettings | None = LoraSettings()  # None: full fine-tuning
+    lora: LoraSettings | None = field(default_factory=LoraSettings)  # None: full fine-tuning
     learning_rate: float = 1e-4
     epsilon_low: float = 0.2  # ratio floor 1 - eps_low (tokens with negative advantage)
     epsilon_high: float = 0.28  # ratio ceiling 1 + eps_high (DAPO's clip-higher)

@@ -13,21 +13,20 @@ curve overstates what it was measured on (connectors/cli/quickstart.py splits th
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-import json
 from pathlib import Path
-import time
 
+from learner.evaluation import evaluate
+from learner.policy import TrainablePolicy
+from learner.replay import ReplaySettings
+from learner.sft import EpochReport, SFTExample, SFTSettings, sft
+from learner.tasks import Task
 from memory import MemoryStore
 from runtime.executor import LocalBackend, LocalModel
 from runtime.executor import prompts as executor_prompts
-
-from learner.evaluation import evaluate
-from learner.replay import ReplaySettings
-from learner.policy import TrainablePolicy
-from learner.sft import EpochReport, SFTExample, SFTSettings, sft
-from learner.tasks import Task
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ async def warm_start(
                 work_dir / "snapshots",
                 settings.evaluation,
                 f"warm{report.epoch}",
-            ),  # fmt: skip
+            ),
             loop,
         )
         success = future.result().success

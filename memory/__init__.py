@@ -2,15 +2,15 @@
 with full-text search that finds the message that answers a question."""
 
 from .access import Grant, PairingCode, PairingError
-from .episodes import Episode
-from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
 from .conversation import Summary, ToolCallRecord, Turn
 from .embedding import EmbeddingUnavailable, SentenceEmbedder
+from .episodes import Episode
+from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
 from .hybrid import VectorIndex
 from .inbox import InboxDepth, InboxItem, Reply
 from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
-from .secrets import redact
+from .secrets import mask, redact
 from .store import MemoryStore
 from .token_arrays import common_prefix, common_prefix_of
 from .trajectory_export import ExportReport, export_trajectories
@@ -62,5 +62,6 @@ __all__ = [
     "export_jsonl",
     "export_trajectories",
     "import_jsonl",
+    "mask",
     "redact",
 ]

@@ -16,12 +16,14 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import secrets
+import time
+from dataclasses import dataclass
 
 import apsw
 
 from .errors import MemoryStoreError
+from .writer import Writer
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no I, O, 0, 1: read aloud or retyped without doubt
 CODE_LENGTH = 8
@@ -65,47 +67,103 @@ def normalize(code: str) -> str:
     return "".join(code.split()).replace("-", "").upper()
 
 
-def issue_code(
-    db: apsw.Connection,
-    platform: str,
-    platform_user_id: str,
-    chat_id: str,
-    user_name: str | None,
-    now: float,
-    *,
-    ttl_s: float,
-    per_user_per_day: int,
-    max_pending: int,
-) -> PairingCode | None:
-    """A new code for the user, or None when one is live, or a limit says not now."""
-    live = db.execute(
-        "select 1 from pairing_codes where platform = ? and platform_user_id = ? and status = 'pending'"
-        " and expires_at > ?",
-        (platform, platform_user_id, now),
-    ).fetchone()
-    if live is not None:
-        return None
-    issued_today = db.execute(
-        "select count(*) from pairing_codes where platform = ? and platform_user_id = ? and created_at > ?",
-        (platform, platform_user_id, now - DAY_S),
-    ).fetchone()[0]
-    pending = db.execute(
-        "select count(*) from pairing_codes where status = 'pending' and expires_at > ?", (now,)
-    )
-    if issued_today >= per_user_per_day or pending.fetchone()[0] >= max_pending:
-        return None
-    code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
-    db.execute(
-        f"insert into pairing_codes({_CODE}) values (?, ?, ?, ?, ?, ?, ?)",
-        (code, platform, platform_user_id, chat_id, user_name, now, now + ttl_s),
-    )
-    return PairingCode(code, platform, platform_user_id, chat_id, user_name, now, now + ttl_s)
+class Access:
+    """The pairing-code and grant tables of the store's database (`store.access`)."""
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self._db = writer.db
+
+    def issue_code(
+        self, platform: str, platform_user_id: str, chat_id: str, user_name: str | None, *, ttl_s: float,
+        per_user_per_day: int, max_pending: int,
+    ) -> PairingCode | None:  # fmt: skip
+        """A new pairing code for the user; None while one is live or a limit says not now."""
+        with self._writer.writing() as db:
+            now = time.time()
+            live = db.execute(
+                "select 1 from pairing_codes where platform = ? and platform_user_id = ? and status = 'pending'"
+                " and expires_at > ?",
+                (platform, platform_user_id, now),
+            ).fetchone()
+            if live is not None:
+                return None
+            issued_today = db.execute(
+                "select count(*) from pairing_codes where platform = ? and platform_user_id = ? and created_at > ?",
+                (platform, platform_user_id, now - DAY_S),
+            ).fetchone()[0]
+            pending = db.execute(
+                "select count(*) from pairing_codes where status = 'pending' and expires_at > ?", (now,)
+            )
+            if issued_today >= per_user_per_day or pending.fetchone()[0] >= max_pending:
+                return None
+            code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+            db.execute(
+                f"insert into pairing_codes({_CODE}) values (?, ?, ?, ?, ?, ?, ?)",
+                (code, platform, platform_user_id, chat_id, user_name, now, now + ttl_s),
+            )
+        return PairingCode(code, platform, platform_user_id, chat_id, user_name, now, now + ttl_s)
+
+    def approve(self, code: str) -> Grant:
+        """Let in the user `code` was issued to; PairingError (after recording the failed try) if
+        the code is unknown or expired, or too many tries failed lately."""
+        with self._writer.writing() as db:
+            outcome = _approve(db, code, time.time())
+        if isinstance(outcome, str):
+            raise PairingError(outcome)
+        return outcome
+
+    def grant(self, platform: str, platform_user_id: str, user_name: str | None = None) -> Grant:
+        """The operator lets a user in directly, without a code."""
+        with self._writer.writing() as db:
+            return _grant(db, platform, platform_user_id, user_name, "operator", time.time())
+
+    def revoke(self, platform: str, platform_user_id: str) -> bool:
+        """Withdraw the user's grant and any live code; whether there was a grant."""
+        with self._writer.writing() as db:
+            db.execute(
+                "update pairing_codes set status = 'revoked' where platform = ? and platform_user_id = ? and status = 'pending'",
+                (platform, platform_user_id),
+            )
+            db.execute(
+                "delete from access_grants where platform = ? and platform_user_id = ?",
+                (platform, platform_user_id),
+            )
+            return db.changes() > 0
+
+    def has_grant(self, platform: str, platform_user_id: str) -> bool:
+        row = self._db.execute(
+            "select 1 from access_grants where platform = ? and platform_user_id = ?",
+            (platform, platform_user_id),
+        ).fetchone()
+        return row is not None
+
+    def grants(self) -> list[Grant]:
+        rows = self._db.execute(
+            "select platform, platform_user_id, user_name, via, granted_at from access_grants order by granted_at"
+        ).fetchall()
+        return [Grant(*row) for row in rows]
+
+    def pending_codes(self) -> list[PairingCode]:
+        rows = self._db.execute(
+            f"select {_CODE} from pairing_codes where status = 'pending' and expires_at > ? order by created_at",
+            (time.time(),),
+        ).fetchall()
+        return [PairingCode(*row) for row in rows]
+
+    def prune(self, older_than_s: float) -> int:
+        """Forget codes and failed tries older than `older_than_s` (grants stay); how many codes."""
+        with self._writer.writing() as db:
+            before = time.time() - older_than_s
+            db.execute("delete from pairing_codes where created_at < ?", (before,))
+            removed = db.changes()
+            db.execute("delete from pairing_failures where at < ?", (before,))
+        return removed
 
 
-def approve(db: apsw.Connection, code: str, now: float) -> Grant | str:
-    """Grant access to the user the code was issued to; or why not, as one line.
-
-    A refusal is recorded as a failed try, so the caller commits in both cases."""
+def _approve(db: apsw.Connection, code: str, now: float) -> Grant | str:
+    """The grant, or why not, as one line: a refusal is recorded as a failed try, so the
+    caller commits in both cases."""
     recent = db.execute("select count(*) from pairing_failures where at > ?", (now - FAILURE_WINDOW_S,))
     if recent.fetchone()[0] >= FAILURE_LIMIT:
         return (
@@ -128,13 +186,6 @@ def approve(db: apsw.Connection, code: str, now: float) -> Grant | str:
     return _grant(db, found.platform, found.platform_user_id, found.user_name, "pairing", now)
 
 
-def grant(
-    db: apsw.Connection, platform: str, platform_user_id: str, user_name: str | None, now: float
-) -> Grant:
-    """The operator lets a user in directly, without a code."""
-    return _grant(db, platform, platform_user_id, user_name, "operator", now)
-
-
 def _grant(
     db: apsw.Connection, platform: str, platform_user_id: str, user_name: str | None, via: str, now: float
 ) -> Grant:
@@ -144,46 +195,3 @@ def _grant(
         (platform, platform_user_id, user_name, via, now),
     )
     return Grant(platform, platform_user_id, user_name, via, now)
-
-
-def has_grant(db: apsw.Connection, platform: str, platform_user_id: str) -> bool:
-    row = db.execute(
-        "select 1 from access_grants where platform = ? and platform_user_id = ?",
-        (platform, platform_user_id),
-    ).fetchone()
-    return row is not None
-
-
-def revoke(db: apsw.Connection, platform: str, platform_user_id: str) -> bool:
-    """Withdraw the user's grant and any live code; whether there was a grant."""
-    db.execute(
-        "update pairing_codes set status = 'revoked' where platform = ? and platform_user_id = ? and status = 'pending'",
-        (platform, platform_user_id),
-    )
-    db.execute(
-        "delete from access_grants where platform = ? and platform_user_id = ?", (platform, platform_user_id)
-    )
-    return db.changes() > 0
-
-
-def grants(db: apsw.Connection) -> list[Grant]:
-    rows = db.execute(
-        "select platform, platform_user_id, user_name, via, granted_at from access_grants order by granted_at"
-    ).fetchall()
-    return [Grant(*row) for row in rows]
-
-
-def pending_codes(db: apsw.Connection, now: float) -> list[PairingCode]:
-    rows = db.execute(
-        f"select {_CODE} from pairing_codes where status = 'pending' and expires_at > ? order by created_at",
-        (now,),
-    ).fetchall()
-    return [PairingCode(*row) for row in rows]
-
-
-def prune(db: apsw.Connection, before: float) -> int:
-    """Forget codes and failed tries older than `before` (grants stay)."""
-    db.execute("delete from pairing_codes where created_at < ?", (before,))
-    removed = db.changes()
-    db.execute("delete from pairing_failures where at < ?", (before,))
-    return removed

@@ -5,10 +5,11 @@ starts inside a tool exchange: a `tool` message without the assistant message th
 it is not a valid chat for any provider.
 """
 
-from dataclasses import dataclass
 import json
+import time
+from dataclasses import dataclass
 
-import apsw
+from .writer import Writer
 
 
 @dataclass(frozen=True)
@@ -58,42 +59,56 @@ def _decode_tool_calls(text: str | None) -> tuple[ToolCallRecord, ...]:
     return tuple(ToolCallRecord(c["id"], c["name"], c["arguments"]) for c in json.loads(text))
 
 
-def latest_summary(db: apsw.Connection, session_id: int) -> Summary | None:
-    row = db.execute(
-        "select through_message_id, summary from session_summaries where session_id = ?"
-        " order by through_message_id desc limit 1",
-        (session_id,),
-    ).fetchone()
-    return None if row is None else Summary(*row)
+class Conversations:
+    """Sessions' turns and summaries in the store's database (`store.conversations`)."""
 
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self._db = writer.db
 
-def turns_after(db: apsw.Connection, session_id: int, after_id: int, limit: int | None) -> list[Turn]:
-    """The session's turns after `after_id`, the newest `limit` of them, oldest first."""
-    rows = db.execute(
-        "select id, role, content, ts, tool_calls, tool_call_id from messages"
-        " where session_id = ? and id > ? order by id desc limit ?",
-        (session_id, after_id, -1 if limit is None else limit),
-    ).fetchall()
-    turns = [
-        Turn(id, role, content, ts, _decode_tool_calls(calls), call_id)
-        for id, role, content, ts, calls, call_id in reversed(rows)
-    ]
-    while turns and turns[0].role == "tool":  # cut inside a tool exchange: start after it
-        turns.pop(0)
-    return turns
+    def load(self, session_id: int, limit: int | None = None) -> tuple[Summary | None, list[Turn]]:
+        """The latest summary of the session and the newest `limit` turns after it."""
+        summary = self._latest_summary(session_id)
+        after = 0 if summary is None else summary.through_message_id
+        return summary, self._turns_after(session_id, after, limit)
 
+    def history_chars(self, session_id: int) -> int:
+        """Characters of the turns after the session's latest summary (a cheap size of the live
+        history)."""
+        summary = self._latest_summary(session_id)
+        return self._db.execute(
+            "select coalesce(sum(length(content)), 0) from messages where session_id = ? and id > ?",
+            (session_id, 0 if summary is None else summary.through_message_id),
+        ).fetchone()[0]
 
-def chars_after(db: apsw.Connection, session_id: int, after_id: int) -> int:
-    """Characters of the session's turns after `after_id` (a cheap size of the live history)."""
-    return db.execute(
-        "select coalesce(sum(length(content)), 0) from messages where session_id = ? and id > ?",
-        (session_id, after_id),
-    ).fetchone()[0]
+    def add_summary(self, session_id: int, through_message_id: int, text: str) -> None:
+        """Let `text` stand in for the session's turns up to `through_message_id`."""
+        with self._writer.writing() as db:
+            db.execute(
+                "insert into session_summaries(session_id, through_message_id, summary, created_at)"
+                " values (?, ?, ?, ?)",
+                (session_id, through_message_id, text, time.time()),
+            )
 
+    def _latest_summary(self, session_id: int) -> Summary | None:
+        row = self._db.execute(
+            "select through_message_id, summary from session_summaries where session_id = ?"
+            " order by through_message_id desc limit 1",
+            (session_id,),
+        ).fetchone()
+        return None if row is None else Summary(*row)
 
-def add_summary(db: apsw.Connection, session_id: int, through_message_id: int, text: str, now: float) -> None:
-    db.execute(
-        "insert into session_summaries(session_id, through_message_id, summary, created_at)"
-        " values (?, ?, ?, ?)",
-        (session_id, through_message_id, text, now),
-    )
+    def _turns_after(self, session_id: int, after_id: int, limit: int | None) -> list[Turn]:
+        """The session's turns after `after_id`, the newest `limit` of them, oldest first."""
+        rows = self._db.execute(
+            "select id, role, content, ts, tool_calls, tool_call_id from messages"
+            " where session_id = ? and id > ? order by id desc limit ?",
+            (session_id, after_id, -1 if limit is None else limit),
+        ).fetchall()
+        turns = [
+            Turn(id, role, content, ts, _decode_tool_calls(calls), call_id)
+            for id, role, content, ts, calls, call_id in reversed(rows)
+        ]
+        while turns and turns[0].role == "tool":  # cut inside a tool exchange: start after it
+            turns.pop(0)
+        return turns

@@ -23,7 +23,7 @@ Errors:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import apsw
@@ -49,8 +49,13 @@ class SentenceEmbedder:
         self._model = model
         self.batch_size = batch_size
         # sentence-transformers 6 renamed the method; 3-5 only have the old name.
-        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        self.dim = int(dimension())
+        dimension: Callable[[], int | None] = (
+            getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        )
+        size = dimension()
+        if size is None:
+            raise MemoryStoreError(f"{type(model).__name__} has no fixed embedding dimension")
+        self.dim = int(size)
 
     @classmethod
     def load(cls, device: str = "cpu", batch_size: int = 32) -> SentenceEmbedder:

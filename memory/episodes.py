@@ -5,9 +5,11 @@ verifier, and a verifier (exit codes, checks the task carries) overrides an LLM 
 lower-ranked source never overwrites a higher-ranked one.
 """
 
+import time
 from dataclasses import dataclass
 
-import apsw
+from .errors import UnknownRecordError
+from .writer import Writer
 
 REWARD_RANK = {"judge": 1, "verifier": 2, "user": 3}
 STATUSES = ("running", "succeeded", "failed", "abandoned")
@@ -34,53 +36,60 @@ class Episode:
     finished_at: float | None
 
 
-def start(
-    db: apsw.Connection, session_id: int, user_id: int, task: str, request_message_id: int | None, now: float
-) -> int:
-    db.execute(
-        "insert into episodes(session_id, user_id, task, request_message_id, created_at)"
-        " values (?, ?, ?, ?, ?)",
-        (session_id, user_id, task, request_message_id, now),
-    )
-    return db.last_insert_rowid()
+class Episodes:
+    """The episodes table of the store's database (`store.episodes`): chat turns' episodes here,
+    executor episodes through `store.trajectories`."""
 
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self._db = writer.db
 
-def finish(
-    db: apsw.Connection, episode_id: int, status: str, reply_message_id: int | None, now: float
-) -> None:
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {', '.join(STATUSES)}; got {status!r}")
-    db.execute(
-        "update episodes set status = ?, reply_message_id = ?, finished_at = ? where id = ?",
-        (status, reply_message_id, now, episode_id),
-    )
+    def start(self, session_id: int, user_id: int, task: str, request_message_id: int | None = None) -> int:
+        with self._writer.writing() as db:
+            db.execute(
+                "insert into episodes(session_id, user_id, task, request_message_id, created_at)"
+                " values (?, ?, ?, ?, ?)",
+                (session_id, user_id, task, request_message_id, time.time()),
+            )
+            return db.last_insert_rowid()
 
+    def finish(self, episode_id: int, status: str, reply_message_id: int | None = None) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}; got {status!r}")
+        with self._writer.writing() as db:
+            db.execute(
+                "update episodes set status = ?, reply_message_id = ?, finished_at = ? where id = ?",
+                (status, reply_message_id, time.time(), episode_id),
+            )
 
-def record_reward(db: apsw.Connection, episode_id: int, reward: float, source: str, reason: str) -> bool:
-    """Store the reward unless a higher-ranked source already gave one; True if stored."""
-    if source not in REWARD_RANK:
-        raise ValueError(f"reward source must be one of {', '.join(REWARD_RANK)}; got {source!r}")
-    if not 0.0 <= reward <= 1.0:
-        raise ValueError(f"reward must be between 0 and 1; got {reward}")
-    row = db.execute("select reward_source from episodes where id = ?", (episode_id,)).fetchone()
-    if row is None:
-        return False
-    if row[0] is not None and REWARD_RANK[row[0]] > REWARD_RANK[source]:
-        return False
-    db.execute(
-        "update episodes set reward = ?, reward_source = ?, reward_reason = ? where id = ?",
-        (reward, source, reason, episode_id),
-    )
-    return True
+    def record_reward(self, episode_id: int, reward: float, source: str, reason: str = "") -> bool:
+        """Store the reward unless a higher-ranked source already gave one (user > verifier >
+        judge); True if stored."""
+        if source not in REWARD_RANK:
+            raise ValueError(f"reward source must be one of {', '.join(REWARD_RANK)}; got {source!r}")
+        if not 0.0 <= reward <= 1.0:
+            raise ValueError(f"reward must be between 0 and 1; got {reward}")
+        with self._writer.writing() as db:
+            row = db.execute("select reward_source from episodes where id = ?", (episode_id,)).fetchone()
+            if row is None:
+                return False
+            if row[0] is not None and REWARD_RANK[row[0]] > REWARD_RANK[source]:
+                return False
+            db.execute(
+                "update episodes set reward = ?, reward_source = ?, reward_reason = ? where id = ?",
+                (reward, source, reason, episode_id),
+            )
+            return True
 
+    def get(self, episode_id: int) -> Episode:
+        row = self._db.execute(f"select {_COLUMNS} from episodes where id = ?", (episode_id,)).fetchone()
+        if row is None:
+            raise UnknownRecordError(f"no episode with id {episode_id}")
+        return Episode(*row)
 
-def get(db: apsw.Connection, episode_id: int) -> Episode | None:
-    row = db.execute(f"select {_COLUMNS} from episodes where id = ?", (episode_id,)).fetchone()
-    return None if row is None else Episode(*row)
-
-
-def latest_in_session(db: apsw.Connection, session_id: int) -> Episode | None:
-    row = db.execute(
-        f"select {_COLUMNS} from episodes where session_id = ? order by id desc limit 1", (session_id,)
-    ).fetchone()
-    return None if row is None else Episode(*row)
+    def latest(self, session_id: int) -> Episode | None:
+        """The session's newest episode."""
+        row = self._db.execute(
+            f"select {_COLUMNS} from episodes where session_id = ? order by id desc limit 1", (session_id,)
+        ).fetchone()
+        return None if row is None else Episode(*row)

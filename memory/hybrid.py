@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .embedding import SentenceEmbedder, load_vec_extension
-from .records import SearchHit
 from .errors import UnknownRecordError
+from .records import SearchHit
 from .search import cut_snippet
 from .store import MemoryStore
 

@@ -9,12 +9,12 @@ either way. Bad lines are reported with their line numbers and skipped; the good
 land. Export writes the same format (synthetic ids left out), so files round-trip.
 """
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 import hashlib
 import json
 import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -115,7 +115,7 @@ def parse_timestamp(value: object, line_number: int) -> float:
                     line_number, f"'ts' is not ISO 8601 or epoch seconds: {value!r}"
                 ) from None
             if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
+                moment = moment.replace(tzinfo=UTC)
             return round(moment.timestamp(), 6)
         value = number
     if isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < 32_503_680_000:
@@ -149,7 +149,7 @@ def _export_lines(store: MemoryStore) -> Iterator[str]:
             user=message.user,
             role=message.role,
             content=message.content,
-            ts=datetime.fromtimestamp(message.ts, tz=timezone.utc).isoformat(),
+            ts=datetime.fromtimestamp(message.ts, tz=UTC).isoformat(),
         )
         yield json.dumps(record, ensure_ascii=False) + "\n"
 

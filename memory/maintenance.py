@@ -2,8 +2,8 @@
 and the figures `temper memory stats` shows."""
 
 import os
-from pathlib import Path
 import time
+from pathlib import Path
 
 import apsw
 

@@ -5,8 +5,8 @@ Each migration runs in its own transaction together with the row that records it
 new functions appended to MIGRATIONS, never edits of old ones.
 """
 
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 
 import apsw
 

@@ -9,8 +9,8 @@ else is left. Text in scripts written without spaces (CJK, Thai...) is set aside
 trigram index, because the word tokenizer sees a whole run of it as one token.
 """
 
-from dataclasses import dataclass, field
 import re
+from dataclasses import dataclass, field
 from typing import Literal
 
 MAX_QUERY_CHARS = 2_000

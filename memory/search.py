@@ -24,10 +24,10 @@ The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common wor
     intersects posting lists rather than filtering afterwards.
 """
 
-from collections.abc import Collection
-from dataclasses import dataclass
 import math
 import time
+from collections.abc import Collection
+from dataclasses import dataclass
 
 import apsw
 
@@ -73,8 +73,9 @@ class Scope:
             tokens.append(f"r{self.role[0]}")
         return tokens
 
-    def time_sql(self) -> tuple[str, list[float]]:
-        clauses, bindings = [], []
+    def time_sql(self) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        bindings: list[object] = []
         if self.since is not None:
             clauses.append(" and m.ts >= ?")
             bindings.append(self.since)
@@ -85,7 +86,8 @@ class Scope:
 
     def row_sql(self) -> tuple[str, list[object]]:
         """The same filters as SQL on `messages m`, for the trigram index and the scan."""
-        clauses, bindings = [], []
+        clauses: list[str] = []
+        bindings: list[object] = []
         for column, value in (
             ("user_id", self.user_id),
             ("session_id", self.session_id),
@@ -95,7 +97,7 @@ class Scope:
                 clauses.append(f" and m.{column} = ?")
                 bindings.append(value)
         time_clauses, time_bindings = self.time_sql()
-        return "".join(clauses) + time_clauses, bindings + time_bindings
+        return "".join(clauses) + time_clauses, [*bindings, *time_bindings]
 
 
 class _Found:
@@ -238,6 +240,7 @@ class _Terms:
         scope_phrases = len(self.scope.tokens()) if self.table == "messages_fts" else 0
         dfs = [-1] * scope_phrases + [self.df[term] for term in terms]
         placeholders = ", ".join("?" * len(dfs))
+        bindings: list[object]
         if self.table == "messages_fts":
             filters, bindings = self.scope.time_sql()
         else:
@@ -316,7 +319,7 @@ def _hits(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[Searc
     words = in_content(any_of(parsed.terms), []) if parsed.terms else None
     trigram = any_of(_trigram_terms(parsed)) or None
     return [
-        SearchHit(
+        SearchHit(  # type: ignore[misc]  # row: the seven columns of a Message
             *row,
             score=score,
             snippet=_snippet(db, index, row[0], words, trigram) or cut_snippet(row[5], parsed.raw),

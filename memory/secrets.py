@@ -1,4 +1,7 @@
-"""Redaction of secrets in text before it is stored or exported.
+"""Redaction of secrets in text before it is stored or exported, and masking for display.
+
+`mask(secret)` is how a secret is shown to people (an error message, `temper doctor`): its kind
+when it has a well-known public prefix, and at most its last four characters.
 
 `redact(text, extra_secrets)` replaces every secret it finds with `[REDACTED:<kind>]` and says
 which kinds it found. Two sources of secrets:
@@ -16,13 +19,35 @@ Patterns lean towards finding: a false positive costs an episode its place in th
 data (see trajectories.py), a false negative leaks a key into every export.
 """
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-import re
-from typing import Any
+from typing import Any, Protocol
 
 MIN_CONFIGURED_CHARS = 6
 MARKER = "[REDACTED:{kind}]"
+MIN_MASKED_TAIL_CHARS = 12  # a shorter secret's last four characters give away too much of it
+# Public prefixes that name a key's kind (OpenAI-style "sk-", Groq, xAI, Slack): `mask` shows
+# these, and no other start of a secret.
+_KEY_KIND = re.compile(r"(?:sk|gsk|rk|xai|xox[abpr]|xapp)-")
+
+
+class WrappedSecret(Protocol):
+    """A secret in a wrapper that keeps it out of reprs, such as pydantic's SecretStr."""
+
+    def get_secret_value(self) -> str: ...
+
+
+def mask(secret: str | WrappedSecret | None) -> str:
+    """A secret as it may be shown: `"sk-…abcd"`, `"…abcd"` (no known kind), `"…"` (short),
+    `"(not set)"` (None)."""
+    if secret is None:
+        return "(not set)"
+    value = secret if isinstance(secret, str) else secret.get_secret_value()
+    if len(value) < MIN_MASKED_TAIL_CHARS:
+        return "…"
+    kind = _KEY_KIND.match(value)
+    return f"{kind.group(0) if kind else ''}…{value[-4:]}"
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ float32 keeps logprobs to about 7 significant digits, well past what a ratio of
 probabilities in a policy-gradient loss needs; values that come back are float32-rounded.
 """
 
+import sys
 from array import array
 from collections.abc import Sequence
-import sys
 
 IDS = "i"
 FLOATS = "f"
@@ -66,4 +66,4 @@ def common_prefix_of(sequences: Sequence[array] | Sequence[list[int]]) -> int:
     Sorted, a set of sequences shares what its first and last share: two compares, not n."""
     if not sequences:
         return 0
-    return common_prefix(min(sequences), max(sequences))  # type: ignore[type-var]
+    return common_prefix(min(sequences), max(sequences))

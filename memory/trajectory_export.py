@@ -11,9 +11,9 @@ written under a `.partial` name and renamed when complete, so a failed export le
 that looks whole. Parquet needs pyarrow (the `learn` extra): ImportError otherwise.
 """
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-import json
 from pathlib import Path
 from typing import IO, Any
 
@@ -52,7 +52,7 @@ def export_trajectories(
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
     counter = _Counter(Redactor.for_secrets(secrets))
-    selected = store.trajectories(
+    selected = store.trajectories.read(
         since=where.since,
         until=where.until,
         min_reward=where.min_reward,
@@ -70,7 +70,7 @@ def export_trajectories(
         partial.unlink(missing_ok=True)
         raise
     partial.replace(path)
-    marked = store.secret_marked_count(
+    marked = store.trajectories.secret_marked_count(
         since=where.since, until=where.until, min_reward=where.min_reward, split=where.split
     )
     return ExportReport(counter.episodes, counter.calls, marked + counter.excluded)

@@ -46,7 +46,7 @@ from runtime.sandbox import (
     available_backends,
     open_sandbox,
 )
-from runtime.tools import ApprovalRequest, ToolContext, Toolbox, ToolResult, builtin_toolbox
+from runtime.tools import ApprovalRequest, Toolbox, ToolContext, ToolResult, builtin_toolbox
 from runtime.workspaces import Workspaces
 
 __all__ = [

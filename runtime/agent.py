@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory import MemoryStore, ToolCallRecord
-
 from runtime import evaluate
 from runtime.compaction import CompactionSettings, compact_if_long
 from runtime.context import ContextSettings, SessionRef, build_messages
@@ -46,7 +45,7 @@ from runtime.events import (
 )
 from runtime.inbound import Inbound
 from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall, close_model_clients
-from runtime.tools import ApprovalRequest, TerminalRunner, ToolContext, Toolbox, ToolResult
+from runtime.tools import ApprovalRequest, TerminalRunner, Toolbox, ToolContext, ToolResult
 from runtime.workspaces import Workspaces
 
 APPROVAL_TIMEOUT_S = 600.0
@@ -102,7 +101,7 @@ class Agent:
         """Answer one message; yields the turn's events in order (see runtime/events.py)."""
         with self.store.transaction():  # the message and its episode are stored together
             session, request_id = self.receive(inbound)
-            episode_id = self.store.start_episode(session.id, session.user_id, inbound.text, request_id)
+            episode_id = self.store.episodes.start(session.id, session.user_id, inbound.text, request_id)
         yield TurnStarted(session.key, episode_id)
         turn = _Turn(session, inbound, episode_id, self.plan(session, inbound.text))
         finished = False
@@ -111,12 +110,12 @@ class Agent:
                 yield event
             finished = True
         except ModelError as error:
-            self.store.finish_episode(episode_id, "failed")
+            self.store.episodes.finish(episode_id, "failed")
             yield TurnFailed(str(error), episode_id)
             return
         finally:
-            if not finished and self.store.episode(episode_id).status == "running":
-                self.store.finish_episode(episode_id, "abandoned")
+            if not finished and self.store.episodes.get(episode_id).status == "running":
+                self.store.episodes.finish(episode_id, "abandoned")
         yield self.reply(turn)
         yield await self.evaluate(turn)
         self.learn(session)
@@ -185,11 +184,11 @@ class Agent:
             for call in reply.tool_calls:
                 yield ToolCalled(call.id, call.name, call.arguments)
                 result: ToolResult | None = None
-                async for item in self._run_tool(turn, call):
-                    if isinstance(item, ApprovalRequested):
-                        yield item
+                async for step in self._run_tool(turn, call):
+                    if isinstance(step, ApprovalRequested):
+                        yield step
                     else:
-                        result = item
+                        result = step
                 assert result is not None
                 turn.tools_used += 1
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": result.text})
@@ -274,7 +273,7 @@ class Agent:
             message_id = self.store.add_message(
                 session_id=session.id, user_id=session.user_id, role="assistant", content=turn.reply
             )
-            self.store.finish_episode(turn.episode_id, "succeeded", message_id)
+            self.store.episodes.finish(turn.episode_id, "succeeded", message_id)
         turn.messages.append({"role": "assistant", "content": turn.reply})
         return Replied(turn.reply, message_id, turn.episode_id)
 
@@ -291,16 +290,18 @@ class Agent:
         else:
             score = evaluate.Score(None, None, "nothing to score: no verifier and no tool work")
         if score.reward is not None and score.source is not None:
-            self.store.record_reward(turn.episode_id, score.reward, score.source, score.reason)
+            self.store.episodes.record_reward(turn.episode_id, score.reward, score.source, score.reason)
         return Evaluated(turn.episode_id, score.reward, score.source, score.reason)
 
     def feedback(self, session_key: str, good: bool) -> int | None:
         """A person's /good or /bad on the session's latest episode; its id, or None."""
         session_id = self.store.session_id(session_key)
-        episode = None if session_id is None else self.store.latest_episode(session_id)
+        episode = None if session_id is None else self.store.episodes.latest(session_id)
         if episode is None:
             return None
-        self.store.record_reward(episode.id, 1.0 if good else 0.0, "user", "/good" if good else "/bad")
+        self.store.episodes.record_reward(
+            episode.id, 1.0 if good else 0.0, "user", "/good" if good else "/bad"
+        )
         return episode.id
 
     # --- learn -----------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory import MemoryStore, Turn
-
 from runtime import prompts
 from runtime.models import ChatModel
 
@@ -28,9 +27,9 @@ async def compact_if_long(
     store: MemoryStore, planner: ChatModel, session_id: int, settings: CompactionSettings
 ) -> bool:
     """Summarise the session's older turns if its history is long; True if it did."""
-    if store.history_chars(session_id) < settings.threshold_chars:
+    if store.conversations.history_chars(session_id) < settings.threshold_chars:
         return False
-    summary, turns = store.conversation(session_id)
+    summary, turns = store.conversations.load(session_id)
     older = _older_turns(turns, settings.keep_turns)
     if not older:
         return False
@@ -41,7 +40,7 @@ async def compact_if_long(
             {"role": "user", "content": previous + "\n".join(_render(turn) for turn in older)},
         ]
     )
-    store.add_summary(session_id, older[-1].id, reply.text.strip())
+    store.conversations.add_summary(session_id, older[-1].id, reply.text.strip())
     return True
 
 

@@ -13,13 +13,11 @@ user, a short history), there is nothing to recall and no search runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from memory import MemoryStore, Turn
-
 from runtime import prompts
-
 
 RECALL_SPARE = 6
 
@@ -50,9 +48,9 @@ def build_messages(
     skill_index: list[tuple[str, str]] | None = None,
     now: float | None = None,
 ) -> list[dict[str, Any]]:
-    summary, turns = store.conversation(session.id, limit=settings.history_turns)
+    summary, turns = store.conversations.load(session.id, limit=settings.history_turns)
     sections = [prompts.SYSTEM, f"Today is {_date(now)}."]
-    facts = store.facts_for(session.user_id)[: settings.max_facts]
+    facts = store.facts.for_user(session.user_id)[: settings.max_facts]
     if facts:
         sections.append("What you know about the user:\n" + "\n".join(f"- {f.statement}" for f in facts))
     recalled = _recall(store, session, question, turns, settings)
@@ -91,7 +89,7 @@ def _recall(
 
 
 def _date(ts: float | None) -> str:
-    moment = datetime.now(timezone.utc) if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+    moment = datetime.now(UTC) if ts is None else datetime.fromtimestamp(ts, tz=UTC)
     return moment.strftime("%Y-%m-%d")
 
 

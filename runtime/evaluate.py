@@ -8,10 +8,10 @@ the turn unscored, with the reason; it never fails the turn.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 import json
 import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from runtime import prompts
@@ -56,8 +56,8 @@ async def judge(model: ChatModel, request: str, transcript: list[dict[str, Any]]
 def parse_judgement(text: str) -> Score:
     match = _JSON_OBJECT.search(text)
     try:
-        verdict = json.loads(match.group(0)) if match else None
-        score = float(verdict["score"])  # type: ignore[index]
+        verdict: Any = json.loads(match.group(0)) if match else None
+        score = float(verdict["score"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         return Score(None, None, f"judge answer was not a score: {text[:120]!r}")
     if not 0.0 <= score <= 1.0:

@@ -61,7 +61,7 @@ class ApprovalRequested:
     command: str
     reason: str
     rule: str
-    decision: asyncio.Future[tuple[bool, bool]] = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    decision: asyncio.Future[tuple[bool, bool]] = field(repr=False, compare=False, default=None)  # type: ignore[arg-type]  # the loop sets it
 
     def decide(self, approved: bool, *, remember: bool = False) -> None:
         """Approve or decline; `remember` allows this rule for the rest of the session."""

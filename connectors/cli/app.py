@@ -3,7 +3,7 @@
 Start-up must stay fast (`temper --help` well under 0.5 s), so nothing heavy is imported at
 module level on this path: litellm, torch, transformers, docker, telegram, slack, httpx, and
 even pydantic and the config models, are imported inside the commands that use them. Commands
-get the config through ``connectors.cli_context.get_config(ctx)``.
+get the config through ``connectors.cli.context.get_config(ctx)``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import typer
 
 from connectors.cli import daemon, executor, learn, memory, serve, tasks, trajectories
 from connectors.cli.chat import chat
-from connectors.cli.quickstart import quickstart
 from connectors.cli.context import CliState, get_config, get_state
+from connectors.cli.quickstart import quickstart
 
 app = typer.Typer(
     name="temper",

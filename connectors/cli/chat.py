@@ -34,8 +34,8 @@ from connectors.cli.context import CONFIG_ERROR_EXIT, get_config
 
 if TYPE_CHECKING:  # the runtime costs a second to import: loaded inside the command only
     from connectors.assembly import Assembled
-    from connectors.config import Config
     from connectors.cli.chat_render import Renderer, Terminal
+    from connectors.config import Config
     from runtime import ApprovalRequested, Inbound
 
 T = TypeVar("T")
@@ -357,7 +357,7 @@ class Chat:
         if episode_id is None:
             self.renderer.failure("nothing to rate yet in this session")
             return
-        task = self.loop.call(self.store.episode, episode_id).task
+        task = self.loop.call(self.store.episodes.get, episode_id).task
         from connectors.cli.chat_render import shorten
 
         self.renderer.note(f"episode {episode_id} ({shorten(task, 60)!r}) rated {'good' if good else 'bad'}")

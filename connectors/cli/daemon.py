@@ -1,6 +1,6 @@
 """`temper daemon`, `temper daemon install`, `temper status` and `temper pairing ...`.
 
-Thin commands: the daemon is connectors/daemon.py, the unit connectors/daemon/systemd.py, the report
+Thin commands: the daemon is connectors/daemon/service.py, the unit connectors/daemon/systemd.py, the report
 connectors/daemon/status.py, pairing memory/access.py. Nothing heavy is imported until a
 command runs (`temper --help` stays fast).
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 import shutil
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -143,7 +143,7 @@ def status(
 
     report = read_report(get_config(ctx).data_dir / STATUS_FILE)
     with open_store(ctx) as store:
-        depth = store.inbox_depth()
+        depth = store.inbox.depth()
     if as_json:
         typer.echo(json.dumps({"report": report, "pending": depth.pending, "failed": depth.failed}, indent=1))
         return
@@ -160,7 +160,7 @@ def pairing_list(ctx: typer.Context) -> None:
     from datetime import datetime
 
     with open_store(ctx) as store:
-        codes, grants = store.pending_pairing_codes(), store.access_grants()
+        codes, grants = store.access.pending_codes(), store.access.grants()
     typer.echo("pending codes:" if codes else "pending codes: none")
     for code in codes:
         name = f" ({code.user_name})" if code.user_name else ""
@@ -182,7 +182,7 @@ def pairing_approve(
 
     with open_store(ctx) as store:
         try:
-            grant = store.approve_pairing(code)
+            grant = store.access.approve(code)
         except PairingError as error:
             typer.echo(f"temper: {error}", err=True)
             raise typer.Exit(1) from None
@@ -195,7 +195,7 @@ def pairing_grant(ctx: typer.Context, user: Annotated[str, typer.Argument(help="
     """Let a person in without a code."""
     platform, user_id = _platform_user(user)
     with open_store(ctx) as store:
-        store.grant_access(platform, user_id)
+        store.access.grant(platform, user_id)
     typer.echo(f"let in {platform}:{user_id}")
 
 
@@ -205,7 +205,7 @@ def pairing_revoke(ctx: typer.Context, user: Annotated[str, typer.Argument(help=
     are not touched: edit those in config.toml."""
     platform, user_id = _platform_user(user)
     with open_store(ctx) as store:
-        revoked = store.revoke_access(platform, user_id)
+        revoked = store.access.revoke(platform, user_id)
     if not revoked:
         typer.echo(f"temper: {platform}:{user_id} was not let in by pairing or grant", err=True)
         raise typer.Exit(1)

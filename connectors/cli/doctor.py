@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
-import os
-import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass

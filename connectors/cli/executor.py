@@ -10,8 +10,8 @@ when it next activates the current version (`learner.activation.sync`), at its n
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 import json
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -127,4 +127,4 @@ def _gate_line(gate: dict[str, Any] | None) -> str:
 
 
 def _time(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"

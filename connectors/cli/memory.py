@@ -10,12 +10,13 @@ Without --user a search covers every user: this is the operator's tool. FILE may
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from datetime import datetime, timezone
 import json
-from pathlib import Path
 import sys
-from typing import TYPE_CHECKING, Annotated, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -46,7 +47,7 @@ def open_store(ctx: typer.Context) -> Iterator[MemoryStore]:
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
 @app.command("import")

@@ -22,9 +22,9 @@ the data dir), so it never touches a real executor's versions.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from pathlib import Path
-import time
 from typing import Annotated
 
 import typer
@@ -60,16 +60,16 @@ def quickstart(
 
 
 async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
+    from learner import report_cycle
     from learner.cycle import CycleSettings, run_cycle
-    from learner.replay import ReplaySettings, as_served
-    from learner.report import CycleSummary, Progress, write_report
-    from learner.sft import SFTSettings
+    from learner.evaluation import evaluate
     from learner.policy import LoraSettings
+    from learner.replay import ReplaySettings, as_served
+    from learner.sft import SFTSettings
     from learner.tasks import GRID_FAMILIES, GRID_HELDOUT, GRID_VERIFIER_ONLY, Task, synthetic_suite
     from learner.train import TrainSettings
     from learner.versions import ExecutorVersions
     from learner.warmstart import WarmStartSettings, warm_start
-    from learner.evaluation import evaluate
     from memory import MemoryStore
     from runtime.executor import LocalBackend, LocalModel, SamplingParams, build_tiny_model
     from runtime.executor.loop import ExecutorSettings
@@ -149,18 +149,9 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
     )  # fmt: skip
     decision = result.decision
     gain = result.candidate.success - result.current.success
-    report = write_report(
-        where,
-        CycleSummary(
-            cycle=1, model=str(warm.model_dir), tasks=len(train), episodes=sum(m.rows for m in result.steps),
-            steps=len(result.steps), train_reward=result.train_reward[-1][1] if result.train_reward else None,
-            gate=decision, previous=None, version=None if result.version is None else result.version.name,
-        ),
-        Progress(
-            heldout=[(0.0, result.current.success), (1.0, result.candidate.success)],
-            train_reward=[(float(i), r) for i, r in result.train_reward],
-            baseline=result.current.success,
-        ),
+    report = report_cycle(
+        where, result, cycle=1, model=warm.model_dir, tasks=len(train), previous=None,
+        baseline=result.current.success,
     )  # fmt: skip
     typer.echo("")
     typer.echo(f"test success (held-out families): untrained {untrained.success:.2f}, warm start {result.current.success:.2f}, "

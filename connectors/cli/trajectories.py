@@ -12,12 +12,12 @@ say how many they held back. Every secret in the config is redacted from what th
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 import importlib.util
 import json
-from pathlib import Path
 import re
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -54,7 +54,7 @@ def parse_time(value: str, now: float | None = None) -> float:
         raise typer.BadParameter(
             f"{value!r} is neither an ISO date/time (2026-11-02, 2026-11-02T08:00) nor an age (30m, 24h, 7d)"
         ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _filter(
@@ -102,7 +102,7 @@ def list_(
     """The newest executor episodes: time, task, reward, split, calls and tokens."""
     where = _filter(since, until, min_reward, split, limit)
     with open_store(ctx) as store:
-        found = store.trajectory_summaries(
+        found = store.trajectories.summaries(
             since=where.since,
             until=where.until,
             min_reward=where.min_reward,
@@ -154,11 +154,11 @@ def show(
 
     with open_store(ctx) as store:
         try:
-            episode = store.executor_episode(episode_id)
+            episode = store.trajectories.executor_episode(episode_id)
         except UnknownRecordError as error:
             typer.echo(f"temper: {error}", err=True)
             raise typer.Exit(1) from None
-        calls = store.calls(episode_id)
+        calls = store.trajectories.calls(episode_id)
     reward = (
         "none yet"
         if episode.reward is None

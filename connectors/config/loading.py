@@ -36,7 +36,7 @@ from platformdirs import user_config_dir
 from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from connectors.config.messages import describe, dotted, field_at, mask, suggest
+from connectors.config.messages import describe, dotted, field_at, suggest
 from connectors.config.schema import (
     APP_NAME,
     SECRET_KEYS,
@@ -47,6 +47,7 @@ from connectors.config.schema import (
     default_data_dir,
 )
 from connectors.config.template import DEFAULT_CONFIG_TEMPLATE, DEFAULT_SECRETS_TEMPLATE
+from memory import mask
 
 ENV_PREFIX = "TEMPER_"
 CONFIG_PATH_ENV = "TEMPER_CONFIG"

@@ -3,34 +3,24 @@
 ``describe`` turns one pydantic error into one line: which key, what was given, what would be
 right, and which file or variable set it. It works on any tree of pydantic models (the root is
 passed in): a field's ``description`` states what a right value looks like and is quoted after
-"must be"; a validator's ``ValueError`` text is quoted the same way. ``mask`` is the only way a
-secret is ever shown: its kind and at most its last four characters.
+"must be"; a validator's ``ValueError`` text is quoted the same way. ``mask`` (memory/secrets.py)
+is the only way a secret is ever shown: its kind and at most its last four characters.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
+from memory import mask
+
 Loc = tuple[Any, ...]  # a pydantic error location: key names, and list indices as ints
-
-
-def mask(secret: SecretStr | str | None) -> str:
-    """Show a secret as its kind and at most its last four characters: ``"sk-…abcd"``."""
-    if secret is None:
-        return "(not set)"
-    value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
-    if len(value) < 12:  # the tail of a short secret gives away too much of it
-        return "…"
-    kind = re.match(r"[a-z]{2,4}-", value)
-    return f"{kind.group(0) if kind else ''}…{value[-4:]}"
 
 
 def describe(

@@ -43,11 +43,11 @@ class Access:
         self.policy = policy or PairingPolicy()
 
     def allows(self, platform: str, user_id: str) -> bool:
-        return user_id in self.allowed.get(platform, ()) or self.store.has_access_grant(platform, user_id)
+        return user_id in self.allowed.get(platform, ()) or self.store.access.has_grant(platform, user_id)
 
     def pairing_reply(self, inbound: Inbound) -> str | None:
         """The one reply a stranger gets (with a new code), or None when they get none now."""
-        code = self.store.issue_pairing_code(
+        code = self.store.access.issue_code(
             inbound.platform,
             inbound.user_id,
             inbound.chat_id,

@@ -10,8 +10,8 @@ of questions actually open.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 import secrets
+from dataclasses import dataclass
 
 from connectors.channel import ApprovalPrompt, ButtonPress, Channel, ChannelError
 from runtime import ApprovalRequested, Inbound

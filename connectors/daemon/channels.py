@@ -14,8 +14,8 @@ last moment.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr

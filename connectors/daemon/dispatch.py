@@ -37,15 +37,15 @@ raises (a bug, a sandbox that will not start) defers the item; after `max_attemp
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-import logging
-import time
 
+from connectors.channel import ButtonPress, Channel, ChannelError, Delivered, KnowsSent, Outgoing, Reaction
 from connectors.daemon.access import Access
 from connectors.daemon.approvals import Approvals
-from connectors.channel import ButtonPress, Channel, ChannelError, Delivered, KnowsSent, Outgoing, Reaction
 from connectors.daemon.inbox import decode
 from connectors.daemon.supervisor import ChannelSupervisor
 from memory import InboxItem, MemoryStore, Reply
@@ -120,7 +120,7 @@ class Dispatcher:
 
     def _claim(self) -> None:
         platforms = [name for name, supervisor in self.supervisors.items() if supervisor.channel is not None]
-        heads = self.store.inbox_heads
+        heads = self.store.inbox.heads
         if self._quick_due:
             quick = heads(kinds=QUICK_KINDS, platforms=platforms, busy_lanes=self._busy, limit=QUICK_BATCH)
             self._quick_due = len(quick) == QUICK_BATCH  # a full batch: more may wait
@@ -174,7 +174,7 @@ class Dispatcher:
             supervisor.send_failed(error)
             if error.fatal:
                 log.error("inbox item %s: %s: fatal, not retried", item.id, error)
-                self.store.finish_inbox_item(item.id, "failed")
+                self.store.inbox.finish(item.id, "failed")
             else:
                 self._defer(item, error, error.retry_after_s or 0.0)
         except Exception as error:  # a bug or a broken sandbox in one turn must not stop the daemon
@@ -184,13 +184,11 @@ class Dispatcher:
     def _defer(self, item: InboxItem, error: Exception, at_least_s: float = 0.0) -> None:
         settings = self.settings
         delay = max(min(settings.retry_base_s * 2**item.attempts, settings.retry_max_s), at_least_s)
-        if self.store.defer_inbox_item(
-            item.id, delay, f"{type(error).__name__}: {error}", settings.max_attempts
-        ):
+        if self.store.inbox.defer(item.id, delay, f"{type(error).__name__}: {error}", settings.max_attempts):
             log.error("inbox item %s failed %d times; given up: %s", item.id, settings.max_attempts, error)
 
     async def _handle(self, item: InboxItem, supervisor: ChannelSupervisor) -> None:
-        reply = self.store.reply_for(item.id)
+        reply = self.store.inbox.reply_for(item.id)
         if reply is not None:  # recorded by an earlier attempt: send that, never a second answer
             await self._send(supervisor, reply, resumed=True)
             return
@@ -201,7 +199,7 @@ class Dispatcher:
         elif isinstance(delivered, ButtonPress):
             await self._reply_or_finish(item, supervisor, delivered, self.approvals.answer(delivered), "done")
         elif isinstance(delivered, Reaction):
-            self.store.finish_inbox_item(item.id, "done" if self._react(delivered) else "dropped")
+            self.store.inbox.finish(item.id, "done" if self._react(delivered) else "dropped")
         elif (good := FEEDBACK.get(delivered.text.strip().split("@")[0].lower())) is not None:
             await self._reply(item, supervisor, delivered, self._feedback(delivered, good), None)
         else:
@@ -224,14 +222,14 @@ class Dispatcher:
 
     def _react(self, reaction: Reaction) -> bool:
         """A thumbs up/down by the person the reacted-to answer was for: their reward on its episode."""
-        episode_id = self.store.episode_for_sent_message(
+        episode_id = self.store.inbox.episode_for_sent_message(
             reaction.platform, reaction.chat_id, reaction.message_id
         )
         user_id = self.store.user_for_identity(reaction.platform, reaction.user_id)
-        if episode_id is None or user_id is None or self.store.episode(episode_id).user_id != user_id:
+        if episode_id is None or user_id is None or self.store.episodes.get(episode_id).user_id != user_id:
             return False
         reason = "reaction: thumbs up" if reaction.positive else "reaction: thumbs down"
-        self.store.record_reward(episode_id, 1.0 if reaction.positive else 0.0, "user", reason)
+        self.store.episodes.record_reward(episode_id, 1.0 if reaction.positive else 0.0, "user", reason)
         return True
 
     def _feedback(self, inbound: Inbound, good: bool) -> str:
@@ -245,7 +243,7 @@ class Dispatcher:
         self, item: InboxItem, supervisor: ChannelSupervisor, to: Delivered, text: str | None, status: str
     ) -> None:
         if text is None:
-            self.store.finish_inbox_item(item.id, status)
+            self.store.inbox.finish(item.id, status)
         else:
             await self._reply(item, supervisor, to, text, None)
 
@@ -253,7 +251,7 @@ class Dispatcher:
         self, item: InboxItem, supervisor: ChannelSupervisor, to: Delivered, text: str, episode_id: int | None
     ) -> None:
         """Record the reply (the intent), then send it."""
-        reply = self.store.add_reply(
+        reply = self.store.inbox.add_reply(
             item.id,
             platform=to.platform,
             chat_id=to.chat_id,
@@ -271,7 +269,7 @@ class Dispatcher:
         if sent is None:
             sent = await self._send_with_retry(channel, message)
         supervisor.send_succeeded()
-        self.store.mark_reply_sent(reply, sent)
+        self.store.inbox.mark_sent(reply, sent)
 
     async def _send_with_retry(self, channel: Channel, message: Outgoing) -> list[str]:
         for attempt in range(3):

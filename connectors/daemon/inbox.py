@@ -13,10 +13,10 @@ An Inbound without a platform message id cannot be de-duplicated and gets a rand
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
 import json
 import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 from connectors.channel import ButtonPress, Delivered, Reaction
 from memory import InboxItem, MemoryStore
@@ -72,7 +72,7 @@ class Inbox:
 
     async def deliver(self, item: Delivered) -> None:
         encoded = encode(item)
-        added = self.store.add_inbox_item(
+        added = self.store.inbox.add(
             item.platform, encoded.event_id, encoded.kind, encoded.lane, encoded.payload
         )
         if added is None:

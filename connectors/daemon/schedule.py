@@ -16,11 +16,11 @@ it is due again, that run is skipped.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-import logging
-import time
 
 log = logging.getLogger("temper.schedule")
 

@@ -21,26 +21,26 @@ Channels come from factories, one per platform name: `factory(config) -> Channel
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import logging
+import os
+import signal
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-import fcntl
 from functools import partial
-import logging
-import os
 from pathlib import Path
-import signal
-import time
 from typing import IO, Any
 
-from connectors.daemon.access import Access, PairingPolicy, allowlists
 from connectors.assembly import Assembled, build_agent
-from connectors.daemon.channels import ChannelFactory, enabled_channels
 from connectors.config import Config
-from connectors.daemon.status import STATUS_FILE, DaemonReport, job_history, read_report, write_report
-from connectors.daemon.dispatch import DispatchSettings, Dispatcher
+from connectors.daemon.access import Access, PairingPolicy, allowlists
+from connectors.daemon.channels import ChannelFactory, enabled_channels
+from connectors.daemon.dispatch import Dispatcher, DispatchSettings
 from connectors.daemon.inbox import Inbox
 from connectors.daemon.schedule import Cron, Job, Scheduler
+from connectors.daemon.status import STATUS_FILE, DaemonReport, job_history, read_report, write_report
 from connectors.daemon.supervisor import ChannelSupervisor, RestartPolicy
 from connectors.daemon.systemd import notify
 from memory import MemoryStore
@@ -240,7 +240,10 @@ class Daemon:
             return f"{len(timings)} steps in {sum(timings.values()):.2f} s"
 
         async def prune() -> str:
-            removed = store.prune_inbox(schedule.retention_days * DAY_S)
+            retention_s = schedule.retention_days * DAY_S
+            with store.transaction():  # one logical write: finished items and old pairing codes
+                store.access.prune(retention_s)
+                removed = store.inbox.prune(retention_s)
             return f"{removed} finished inbox items older than {schedule.retention_days:g} days removed"
 
         jobs = [Job("memory-maintenance", Cron.parse(schedule.maintenance), maintain)]
@@ -252,7 +255,7 @@ class Daemon:
         """Write `daemon.json` (see connectors/daemon/status.py)."""
         if self._assembled is None:
             return
-        depth = self._assembled.store.inbox_depth()
+        depth = self._assembled.store.inbox.depth()
         dispatcher, scheduler = self.dispatcher, self.scheduler
         jobs: dict[str, dict[str, Any]] = {}
         if scheduler is not None:
@@ -294,7 +297,7 @@ def learner_job(config: Config, store: MemoryStore, cron: Cron) -> Job | None:
 
 def _take_lock(path: Path) -> IO[str]:
     """Hold an exclusive lock on `path` for the daemon's life (the kernel drops it if we die)."""
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open until shutdown
+    handle = open(path, "a+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -14,12 +14,12 @@ Written atomically (a temporary file renamed over it): a reader never sees half 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
 import json
 import os
-from pathlib import Path
 import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from connectors.daemon.schedule import JobRun

@@ -13,10 +13,10 @@ States: starting -> running -> (backoff -> starting ...) ; failed (fatal) ; stop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from connectors.channel import Channel, ChannelError, Deliver, ReportsStop
 

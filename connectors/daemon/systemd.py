@@ -11,11 +11,11 @@ CapabilityBoundingSet= (bwrap uses capabilities inside its own user namespace).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import logging
 import os
-from pathlib import Path
 import socket
+from collections.abc import Mapping
+from pathlib import Path
 
 log = logging.getLogger("temper.systemd")
 

@@ -1,5 +1,5 @@
 """The Slack channel: temper on Slack through slack-bolt's asyncio app, over Socket Mode (default:
-an outbound websocket, no public URL) or the HTTP Events API (signed requests, slack_http.py).
+an outbound websocket, no public URL) or the HTTP Events API (signed requests, http.py).
 
 What arrives and what the daemon gets:
 - a DM (`message` with `channel_type: im`) -> `Inbound(is_group=False)`; `thread_id` is the
@@ -11,7 +11,7 @@ What arrives and what the daemon gets:
   to say who chose what;
 - `reaction_added` on a message temper sent: `+1`/`thumbsup` -> `Reaction(positive=True)`,
   `-1`/`thumbsdown` -> `Reaction(positive=False)`; other reactions are ignored;
-- files in a message are downloaded into `workspace_dir/slack/{channel}-{ts}/` (slack_files.py)
+- files in a message are downloaded into `workspace_dir/slack/{channel}-{ts}/` (files.py)
   and listed in `Inbound.attachments`; one that cannot be fetched is named in the text instead.
 Ignored (and acknowledged, so Slack does not retry): the bot's own and other bots' messages,
 edits, deletions and other message subtypes (an edit is not a new request), plain channel messages
@@ -68,6 +68,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from connectors.channel import ApprovalPrompt, ButtonPress, ChannelError, Deliver, Outgoing, Reaction
+from connectors.slack.files import SlackFiles
 from connectors.slack.format import (
     APPROVAL_ACTION_PREFIX,
     approval_blocks,
@@ -77,7 +78,6 @@ from connectors.slack.format import (
     split_message,
     to_mrkdwn,
 )
-from connectors.slack.files import SlackFiles
 from connectors.slack.http import SlackEventsServer
 from runtime import Inbound
 
@@ -231,7 +231,7 @@ class SlackChannel:
             authorize=authorize,
             signing_secret=self.signing_secret,
             process_before_response=True,  # ack only after deliver() returned
-            request_verification_enabled=False,  # slack_http.py verifies before Bolt parses
+            request_verification_enabled=False,  # http.py verifies before Bolt parses
             logger=log,
         )
         app.event("message")(self._on_message)

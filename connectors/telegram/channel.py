@@ -7,10 +7,10 @@ Receiving, two modes:
   waits (backoff) and fetches again from that update: nothing is skipped. (python-telegram-bot's
   Application is not used: it handles updates concurrently and moves the offset on its own.)
 - webhook: Telegram POSTs updates to `webhook_url`, which a reverse proxy forwards to
-  listen_host:listen_port (telegram_webhook.py); an update is answered 200 only after `deliver`.
+  listen_host:listen_port (webhook.py); an update is answered 200 only after `deliver`.
 
-What is delivered, and how ids map, is telegram_updates.py's job; how replies are formatted and
-split, telegram_format.py's.
+What is delivered, and how ids map, is updates.py's job; how replies are formatted and
+split, format.py's.
 
 Errors, as Telegram documents them: 429 waits `retry_after` and tries again (sending gives up
 after MAX_FLOOD_WAIT_S and raises `ChannelError(retry_after_s=...)`); network failures retry

@@ -18,7 +18,6 @@ Invariants, as `HTTPXRequest` keeps them:
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
@@ -91,7 +90,7 @@ class AiohttpRequest(BaseRequest):
                 method, url, data=_body(fields, files), timeout=timeout
             ) as response:
                 return response.status, await response.read()
-        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as error:
+        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
             raise TimedOut from error
         except aiohttp.ClientError as error:
             raise NetworkError(f"aiohttp.{type(error).__name__}: {error}") from error

@@ -19,23 +19,23 @@ from learner.tasks.attempts import (
     verify,
 )
 from learner.tasks.soundness import TaskCheck, check_task, check_tasks
-from learner.tasks.synthetic import (
+from learner.tasks.synthetic import synthetic_suite
+from learner.tasks.synthetic_curriculum import (
     DEFAULT_HELDOUT,
     FAMILY_NAMES,
     GRID_FAMILIES,
     GRID_HELDOUT,
     GRID_VERIFIER_ONLY,
-    synthetic_suite,
 )
-from learner.tasks.tbench import ImportedTasks, SkippedFolder, import_tasks, is_task_dir, load_task_dir
 from learner.tasks.task import Split, Task, TaskError, TaskFormatError, reference_actions
+from learner.tasks.tbench import ImportedTasks, SkippedFolder, import_tasks, is_task_dir, load_task_dir
 
 __all__ = [
     "DEFAULT_HELDOUT",
+    "FAMILY_NAMES",
     "GRID_FAMILIES",
     "GRID_HELDOUT",
     "GRID_VERIFIER_ONLY",
-    "FAMILY_NAMES",
     "AttemptResult",
     "ImportedTasks",
     "SkippedFolder",

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from learner.tasks.task import FileContent, Task
 from runtime.sandbox import (
     BackendName,
     CommandResult,
@@ -30,8 +31,6 @@ from runtime.sandbox import (
     Snapshot,
     open_sandbox,
 )
-
-from learner.tasks.task import FileContent, Task
 
 FIXED_MTIME = 946_684_800  # 2000-01-01: content, not the clock, names a task's snapshot
 

@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from runtime.sandbox import BackendName, SandboxOptions
-
 from learner.tasks.attempts import run_attempt, run_reference
 from learner.tasks.task import Task
+from runtime.sandbox import BackendName, SandboxOptions
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ to task shapes the learner never trained on. The default held-out families are r
 different: each recombines pieces the training families teach (copy_into_dir = copy_file's
 `cp` + move_into_dir's "into the directory"; count_matches = grep_lines + count_lines; ...),
 so a model that learned the action format and the shell idioms can solve them, and one that
-memorised training commands cannot. `GRID_FAMILIES` / `GRID_HELDOUT` are the subset
-`temper quickstart` uses: held-out families that are the missing cells of trained grids;
-`GRID_VERIFIER_ONLY` are the training families it learns by reinforcement alone.
+memorised training commands cannot. The families' order and which are held out are in
+synthetic_curriculum.py, with `GRID_FAMILIES` / `GRID_HELDOUT`: the subset `temper quickstart`
+uses, whose held-out families are the missing cells of trained grids; `GRID_VERIFIER_ONLY` are
+the training families it learns by reinforcement alone.
 
 Tasks come out in curriculum order (difficulty, then family, then index). The same seed gives
 the same tasks; a family's tasks depend only on the seed and the family's name, so adding a
@@ -22,36 +23,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from learner.tasks.synthetic_families import FAMILIES, Draft, Family
+from learner.tasks.synthetic_curriculum import DEFAULT_HELDOUT, FAMILIES, FAMILY_NAMES
+from learner.tasks.synthetic_drafts import Draft, Family
 from learner.tasks.task import Task, TaskError
 
-FAMILY_NAMES: tuple[str, ...] = tuple(family.name for family in FAMILIES)
-DEFAULT_HELDOUT: frozenset[str] = frozenset(
-    {
-        "copy_into_dir", "create_in_dir", "count_matches", "replace_to_file", "count_unique",
-        "uppercase_append", "count_words_append",
-    }
-)  # fmt: skip
-# The grids `temper quickstart` learns on: families that cross an operation with a form of the
-# command (copy or move x to a file or into a directory; sort, first lines, uppercase,
-# lowercase, count lines or words x write or append). The held-out families are cells missing
-# from a grid whose other cells are trained, so a model that learned the pieces can solve them;
-# a model that memorised whole commands cannot. A tiny model trained from scratch gets some of
-# them right.
-GRID_FAMILIES: tuple[str, ...] = (
-    "copy_file", "rename_file", "move_into_dir", "copy_into_dir",
-    "sort_lines", "head_lines", "uppercase", "lowercase", "count_lines", "count_words",
-    "sort_append", "head_append", "count_lines_append", "lowercase_append", "uppercase_append",
-    "count_words_append",
-)  # fmt: skip
-GRID_HELDOUT: frozenset[str] = frozenset({"copy_into_dir", "uppercase_append", "count_words_append"})
-# Training families of the grids whose reference solutions the quickstart's warm start does not
-# see: GRPO learns them from their verifiers alone, as it learns the agent's own logged tasks.
-# Each held-out append cell has one as its sibling, an instruction one word away
-# (count_lines_append for count_words_append, lowercase_append for uppercase_append), whose
-# operation and form the warm start imitates in other cells: what reinforcement learns there,
-# imitation alone did not teach, and the held-out cells measure whether it carries over.
-GRID_VERIFIER_ONLY: frozenset[str] = frozenset({"head_append", "count_lines_append", "lowercase_append"})
 TIMEOUT_S = 10.0
 _DRAWS_PER_TASK = 50  # tries for a task unlike the family's earlier ones
 

@@ -157,8 +157,9 @@ class ActionConstraint:
         for start in range(len(text) - 1, -1, -1):
             for end in range(start + 1, min(len(text), start + self._longest) + 1):
                 token, rest = self._by_piece.get(text[start:end]), fewest[end]
+                shortest = fewest[start]
                 if token is not None and rest is not None:
-                    if fewest[start] is None or len(rest) + 1 < len(fewest[start]):
+                    if shortest is None or len(rest) + 1 < len(shortest):
                         fewest[start] = [token, *rest]
         return fewest[0]
 

@@ -13,8 +13,8 @@ is complete) and rejects the rest with a reason the model can act on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import json
+from dataclasses import dataclass
 
 MAX_COMMANDS_PER_TURN = 8
 MAX_COMMAND_TIMEOUT_S = 600

@@ -81,7 +81,7 @@ class LocalModel:
             torch.set_num_threads(threads)
         tokenizer = ExecutorTokenizer.load(path)
         try:
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype))
+            model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype))
         except (OSError, ValueError) as exc:
             raise ExecutorLoadError(f"cannot load a causal LM from {path}: {exc}") from None
         return cls(model.to(target), tokenizer, name=str(path), device=target)

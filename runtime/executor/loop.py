@@ -12,9 +12,9 @@ run cut short still leaves its calls.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-import math
 from typing import Any
 
 from runtime.executor import prompts

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from memory import MemoryStore, StoredCall
-
 from runtime.executor.completion import Completion
 from runtime.executor.loop import ExecutorRun
 from runtime.sandbox import Snapshot
@@ -56,7 +55,7 @@ class MemoryRecorder:
             snapshot = await sandbox.snapshot(self.snapshot_dir)
             snapshot_id, snapshot_bytes = snapshot.id, snapshot.size_bytes
         user_id = self.store.user_id(context.user)
-        return self.store.start_executor_episode(
+        return self.store.trajectories.start_executor_episode(
             query,
             split=self.split,
             group_id=self.group_id,
@@ -69,7 +68,7 @@ class MemoryRecorder:
         )
 
     async def record(self, episode_id: int, completion: Completion, messages: list[dict[str, Any]]) -> None:
-        self.store.record_call(
+        self.store.trajectories.record_call(
             episode_id,
             StoredCall(
                 role=self.role if not completion.model.startswith("planner:") else "planner",
@@ -90,7 +89,7 @@ class MemoryRecorder:
         )
 
     async def finish(self, episode_id: int, run: ExecutorRun) -> None:
-        self.store.finish_executor_episode(
+        self.store.trajectories.finish_executor_episode(
             episode_id,
             "succeeded" if run.completed else "failed",
             parse_failures=run.parse_failures,

@@ -328,9 +328,15 @@ def teacher_forced_logprobs(
 def _forward_arguments(model: torch.nn.Module) -> tuple[str, dict[str, int]]:
     """The key-value cache's argument name, and `logits_to_keep=1` where supported: the prompt
     pass needs only the last position's logits, not (P, V) of them."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = base_model(model)
     parameters = inspect.signature(base.forward).parameters
     return cache_argument(base), ({"logits_to_keep": 1} if "logits_to_keep" in parameters else {})
+
+
+def base_model(model: torch.nn.Module) -> Any:
+    """The transformers model itself, looking through a peft wrapper (its methods are untyped)."""
+    unwrap = getattr(model, "get_base_model", None)
+    return model if unwrap is None else unwrap()
 
 
 def cache_argument(module: torch.nn.Module) -> str:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtime.executor.completion import Completion, ExecutorBackend
-from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
 from runtime.executor.errors import ExecutorError
+from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
 from runtime.tools import ToolContext, ToolError
 
 

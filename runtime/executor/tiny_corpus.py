@@ -250,7 +250,7 @@ def corpus_lines(count: int = 6000) -> list[str]:
     rng = random.Random(0)
     lines: list[str] = []
     for index in range(count):
-        slots = {
+        slots: dict[str, str | int] = {
             "f": rng.choice(FILES),
             "d": rng.choice(DIRS),
             "w": rng.choice(WORDS),

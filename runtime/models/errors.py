@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from memory import mask
+
 MAX_MESSAGE_CHARS = 400
 # Token-shaped strings (OpenAI, Anthropic, OpenRouter, Groq styles) and bearer credentials.
 _KEYLIKE = re.compile(r"\b(?:sk|gsk|rk|xai)-[A-Za-z0-9_\-]{8,}|(?<=Bearer )\S+")
@@ -74,11 +76,6 @@ class ModelResponseError(ModelError):
     ) -> None:
         super().__init__(message, model=model, transient=transient, retry_after_s=retry_after_s)
         self.status = status
-
-
-def mask(secret: str) -> str:
-    """A secret as it may be shown: at most its last four characters."""
-    return f"…{secret[-4:]}" if len(secret) >= 12 else "…"
 
 
 def scrub(text: str, secret: str | None) -> str:

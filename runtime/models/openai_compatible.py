@@ -75,7 +75,7 @@ async def create(
         body=arguments,
         cast_to=chat.ChatCompletion,
         stream=stream,
-        stream_cls=AsyncStream[chat.ChatCompletionChunk],
+        stream_cls=AsyncStream[chat.ChatCompletionChunk],  # type: ignore[name-defined]  # a module loaded at run time
     )
 
 

@@ -6,7 +6,7 @@ cannot read another user's conversations however it phrases the call.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import Field
@@ -25,7 +25,7 @@ async def search_memory(
         return f"No past messages match {query!r}."
     lines = []
     for hit in hits:
-        day = datetime.fromtimestamp(hit.ts, tz=timezone.utc).strftime("%Y-%m-%d")
+        day = datetime.fromtimestamp(hit.ts, tz=UTC).strftime("%Y-%m-%d")
         snippet = " ".join((hit.snippet or hit.content).split())
         if len(snippet) > SNIPPET_CHARS:
             snippet = snippet[: SNIPPET_CHARS - 1] + "…"

@@ -53,8 +53,8 @@ def test_a_local_executor_takes_over_once_its_held_out_success_is_enough(tmp_pat
     assert "no held-out result yet" in terminal.route().reason
     store = assembled.store
     for reward in (1.0, 0.0, 1.0):  # held-out episodes the local model ran: mean 0.67
-        episode = store.start_executor_episode("task", split="heldout")
-        store.record_call(
+        episode = store.trajectories.start_executor_episode("task", split="heldout")
+        store.trajectories.record_call(
             episode,
             StoredCall(
                 role="executor",
@@ -65,7 +65,7 @@ def test_a_local_executor_takes_over_once_its_held_out_success_is_enough(tmp_pat
                 finish_reason="stop",
             ),
         )
-        store.record_reward(episode, reward, "verifier", "check")
+        store.episodes.record_reward(episode, reward, "verifier", "check")
     assert terminal.route().backend is terminal.model
     store.close()
 
@@ -73,8 +73,8 @@ def test_a_local_executor_takes_over_once_its_held_out_success_is_enough(tmp_pat
 def test_configured_secrets_are_redacted_from_trajectories(tmp_path: Path) -> None:
     assembled = build_agent(config_at(tmp_path, ""), {"OPENAI_API_KEY": "sk-test-0123456789"})
     store = assembled.store
-    episode = store.start_executor_episode("use the key")
-    store.record_call(
+    episode = store.trajectories.start_executor_episode("use the key")
+    store.trajectories.record_call(
         episode,
         StoredCall(
             role="planner",
@@ -86,7 +86,7 @@ def test_configured_secrets_are_redacted_from_trajectories(tmp_path: Path) -> No
             text="the key is sk-test-0123456789",
         ),
     )
-    [call] = store.calls(episode)
+    [call] = store.trajectories.calls(episode)
     assert "sk-test-0123456789" not in call.text
-    assert store.executor_episode(episode).contains_secret
+    assert store.trajectories.executor_episode(episode).contains_secret
     store.close()

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from connectors.cli.chat import cli_user
 from connectors.cli import app
+from connectors.cli.chat import cli_user
 from memory import MemoryStore
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -157,7 +157,7 @@ def test_interactive_turns_feedback_and_model_switch(home: Path, server: FakeOpe
     assert [r["model"] for r in server.requests] == ["any", "other"]
     with stored(home) as store:
         session_id = store.session_id("cli:default:")
-        first = store.episode(store.latest_episode(session_id).id - 1)
+        first = store.episodes.get(store.episodes.latest(session_id).id - 1)
         assert (first.task, first.reward, first.reward_source) == ("hi", 1.0, "user")
         assert f"episode {first.id} " in result.stdout
         assert store.user_for_identity("cli", cli_user()) is not None
@@ -176,7 +176,7 @@ def test_sessions_new_and_switching(home: Path, server: FakeOpenAI) -> None:
     assert listing[0].startswith("* ") and "fresh start" in listing[0]  # newest first, current marked
     assert listing[1].startswith("  work ") and "first words" in listing[1]
     with stored(home) as store:
-        work = store.latest_episode(store.session_id("cli:work:"))
+        work = store.episodes.latest(store.session_id("cli:work:"))
         assert (work.task, work.reward_source) == ("first words", "user")  # /bad after switching back
 
 
@@ -231,6 +231,6 @@ def test_ctrl_c_cancels_the_turn_not_the_chat(home: Path, server: FakeOpenAI) ->
     assert out == "Back again.\n"
     with stored(home) as store:
         session_id = store.session_id("cli:default:")
-        latest = store.latest_episode(session_id)
-        assert store.episode(latest.id - 1).status == "abandoned"
+        latest = store.episodes.latest(session_id)
+        assert store.episodes.get(latest.id - 1).status == "abandoned"
         assert latest.status == "succeeded"

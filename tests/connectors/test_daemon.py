@@ -17,14 +17,14 @@ from connectors.channel import Outgoing
 from connectors.cli import app
 from connectors.config import Config, load_config
 from connectors.daemon import Daemon, DaemonError, DaemonSettings
-from connectors.daemon.status import read_report
 from connectors.daemon.dispatch import DispatchSettings
 from connectors.daemon.inbox import encode
+from connectors.daemon.status import read_report
 from connectors.daemon.supervisor import RestartPolicy
 from memory import MemoryStore
 from runtime import Inbound
-from tests.fakes.loopback_channel import LoopbackChannel, LoopbackPlatform
 from tests.fakes.daemon_setup import base_config, until
+from tests.fakes.loopback_channel import LoopbackChannel, LoopbackPlatform
 from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -72,7 +72,7 @@ def _factory(platform: LoopbackPlatform) -> Callable[[Config], LoopbackChannel]:
 def let_in(config: Config, *users: str, platform: str = "loopback") -> None:
     with MemoryStore.open(config.memory.db_path) as store:
         for user in users:
-            store.grant_access(platform, user)
+            store.access.grant(platform, user)
 
 
 @asynccontextmanager
@@ -337,10 +337,8 @@ async def test_a_reply_recorded_before_a_crash_is_sent_once_without_a_new_turn(
         for n in (1, 2):
             asked = Inbound("loopback", "c-ana", "ana", f"question {n}", platform_message_id=f"m-{n}")
             encoded = encode(asked)
-            item = store.add_inbox_item(
-                "loopback", encoded.event_id, encoded.kind, encoded.lane, encoded.payload
-            )
-            replies.append(store.add_reply(
+            item = store.inbox.add("loopback", encoded.event_id, encoded.kind, encoded.lane, encoded.payload)
+            replies.append(store.inbox.add_reply(
                 item, platform="loopback", chat_id="c-ana", thread_id="", reply_to=f"m-{n}",
                 text=f"recorded answer {n}", episode_id=None,
             ))  # fmt: skip

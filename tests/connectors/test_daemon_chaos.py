@@ -27,12 +27,12 @@ order fails.
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-import json
 from pathlib import Path
-import time
 from typing import Any
 
 import pytest
@@ -189,7 +189,7 @@ def telegram_received(sent: list[dict[str, Any]], before_kill: int) -> list[Rece
             message["text"],
             index < before_kill,
             f"{message['chat_id']}:{message['reply_parameters']['message_id']}",
-        )  # fmt: skip
+        )
         for index, message in enumerate(sent)
     ]
 

@@ -4,11 +4,11 @@ the systemd pieces: the unit written, the unit in deploy/, readiness sent to a r
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -133,7 +133,7 @@ def test_status_reads_the_daemons_report(home: Path) -> None:
 
 def test_pairing_list_approve_grant_revoke(home: Path) -> None:
     with store(home) as opened:
-        code = opened.issue_pairing_code(
+        code = opened.access.issue_code(
             "telegram", "123", "123", "Ana", ttl_s=3600, per_user_per_day=3, max_pending=20
         )
     listed = temper(home, "pairing", "list")
@@ -156,4 +156,4 @@ def test_pairing_list_approve_grant_revoke(home: Path) -> None:
     malformed = temper(home, "pairing", "revoke", "telegram")
     assert malformed.exit_code == 2 and "PLATFORM:USER_ID" in malformed.output
     with store(home) as opened:
-        assert [(g.platform, g.platform_user_id) for g in opened.access_grants()] == [("slack", "U012AB3CD")]
+        assert [(g.platform, g.platform_user_id) for g in opened.access.grants()] == [("slack", "U012AB3CD")]

@@ -5,20 +5,20 @@ the way Telegram's servers outlive a bot (tests/fakes/loopback_channel.py)."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Callable
-from pathlib import Path
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from memory import MemoryStore
-from tests.fakes.loopback_channel import LoopbackPlatform
 from tests.fakes.daemon_setup import base_config
+from tests.fakes.loopback_channel import LoopbackPlatform
 from tests.fakes.openai_server import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,7 +82,7 @@ def wait_for(
 def let_in(tmp_path: Path, *users: str) -> None:
     with MemoryStore.open(db_path(tmp_path)) as store:
         for user in users:
-            store.grant_access("loopback", user)
+            store.access.grant("loopback", user)
 
 
 def inbox(tmp_path: Path) -> dict[str, int]:

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
 import pytest
+from aiohttp import web
 
 from connectors.config import Config, load_config
 from connectors.daemon import Daemon, DaemonSettings

@@ -5,8 +5,8 @@ This is the contract test between connectors/daemon.py and connectors/telegram/c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,7 +40,7 @@ def telegram() -> Iterator[FakeTelegram]:
 def config(tmp_path: Path, server: FakeOpenAI) -> Config:
     path = tmp_path / "config.toml"
     path.write_text(
-        base_config(tmp_path / "data", server.base_url) + f"[telegram]\nenabled = true\nallowed_users = [7]\n"
+        base_config(tmp_path / "data", server.base_url) + "[telegram]\nenabled = true\nallowed_users = [7]\n"
     )
     return load_config(path, environ={})
 

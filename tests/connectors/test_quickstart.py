@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,7 +44,7 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
         episode = store.db.execute(
             "select id from episodes where group_id like 'grpo0:%' limit 1"
         ).fetchone()[0]
-        [call] = store.calls(episode)
+        [call] = store.trajectories.calls(episode)
         assert call.completion_ids and len(call.completion_logprobs) == len(call.completion_ids)
         assert (
             store.db.execute(

@@ -69,7 +69,7 @@ def test_serve_executor_serves_until_interrupted(
 
     async def use() -> tuple[list[str], str | None, int]:
         async with OpenAIBackend(base_url, "tiny") as backend:
-            models = httpx.get(f"{base_url}/models").json()
+            models = httpx.get(f"{base_url}/models").json()  # noqa: ASYNC210 (the server is another process)
             await backend.use_adapter(None)
             plain = await backend.complete(MESSAGES, SamplingParams(max_tokens=4, seed=1))
             return (

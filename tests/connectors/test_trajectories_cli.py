@@ -43,19 +43,19 @@ def fill(data_dir: Path, model: str = "tiny") -> dict[str, int]:
     first = [{"role": "user", "content": "count the files"}]
     second = first + [{"role": "assistant", "content": "ls | wc -l"}, {"role": "user", "content": "3"}]
     with MemoryStore.open(data_dir / "temper.db") as store:
-        good = store.start_executor_episode(
+        good = store.trajectories.start_executor_episode(
             "count the files", split="train", snapshot_id="sha256:ab", snapshot_bytes=2048
         )
-        store.record_call(good, call([1, 2, 3], [4, 5], "ls | wc -l", first, model))
-        store.record_call(good, call([1, 2, 3, 4, 5, 6], [7], "done: 3", second, model))
-        store.record_reward(good, 1.0, "verifier", "exit 0")
-        store.finish_executor_episode(good, "succeeded", parse_failures=1, timeouts=0)
-        heldout = store.start_executor_episode("print the date", split="heldout")
-        store.record_call(
+        store.trajectories.record_call(good, call([1, 2, 3], [4, 5], "ls | wc -l", first, model))
+        store.trajectories.record_call(good, call([1, 2, 3, 4, 5, 6], [7], "done: 3", second, model))
+        store.episodes.record_reward(good, 1.0, "verifier", "exit 0")
+        store.trajectories.finish_executor_episode(good, "succeeded", parse_failures=1, timeouts=0)
+        heldout = store.trajectories.start_executor_episode("print the date", split="heldout")
+        store.trajectories.record_call(
             heldout, call([9, 9], [8], "date", [{"role": "user", "content": "print the date"}], model)
         )
-        leaky = store.start_executor_episode("show the env", split="train")
-        store.record_call(leaky, call([1], [2], f"OPENAI_API_KEY={OPENAI_KEY}", [], model))
+        leaky = store.trajectories.start_executor_episode("show the env", split="train")
+        store.trajectories.record_call(leaky, call([1], [2], f"OPENAI_API_KEY={OPENAI_KEY}", [], model))
         store.db.execute("update episodes set created_at = 1790000000 + id * 86400")  # 2026-09-21 onwards
     return {"good": good, "heldout": heldout, "leaky": leaky}
 
@@ -132,7 +132,7 @@ def test_show_prints_calls_with_stored_text(data_dir: Path) -> None:
 
 def test_show_decodes_with_a_tokenizer(data_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
@@ -145,8 +145,8 @@ def test_show_decodes_with_a_tokenizer(data_dir: Path, tmp_path: Path) -> None:
     PreTrainedTokenizerFast(tokenizer_object=core).save_pretrained(tmp_path / "tok")
     completion = core.encode("ls -la").ids
     with MemoryStore.open(data_dir / "temper.db") as store:
-        episode_id = store.start_executor_episode("list")
-        store.record_call(
+        episode_id = store.trajectories.start_executor_episode("list")
+        store.trajectories.record_call(
             episode_id,
             call(core.encode("list files").ids, completion, "stored text", [], str(tmp_path / "tok")),
         )
@@ -191,8 +191,8 @@ def test_export_jsonl_and_parquet(data_dir: Path, tmp_path: Path) -> None:
 
 def test_export_holds_back_text_with_a_configured_secret(data_dir: Path, tmp_path: Path) -> None:
     with MemoryStore.open(data_dir / "temper.db") as store:  # stored before the key was configured
-        episode_id = store.start_executor_episode("use configured-key-0123456789 to log in")
-        store.record_call(episode_id, call([1], [2], "ok", []))
+        episode_id = store.trajectories.start_executor_episode("use configured-key-0123456789 to log in")
+        store.trajectories.record_call(episode_id, call([1], [2], "ok", []))
     result = CliRunner().invoke(app, ["trajectories", "export", str(tmp_path / "x.jsonl")])
     assert "exported 0 calls from 0 episodes" in result.stdout and "excluded 1 episodes" in result.stdout
 

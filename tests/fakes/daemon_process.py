@@ -17,13 +17,13 @@ the executor off, so a turn is one model call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 import os
-from pathlib import Path
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -17,11 +17,11 @@ ChannelError and a running channel's poller stops, which `wait_stopped()` raises
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass
 import json
-from pathlib import Path
 import sqlite3
 import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from connectors.channel import (
     ApprovalPrompt,

@@ -52,7 +52,6 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlencode
 
@@ -60,6 +59,7 @@ import aiohttp
 from aiohttp import WSMsgType, web
 
 from tests.fakes import slack_wire
+from tests.fakes.http_server import FakeServer, poll_until
 
 __all__ = ["FakeSlack", "RecordingInbox", "post_signed"]
 
@@ -83,7 +83,7 @@ _METHODS = {  # Web API method -> the FakeSlack method that answers it
 }
 
 
-class FakeSlack:
+class FakeSlack(FakeServer):
     """The server; see the module docstring."""
 
     def __init__(
@@ -140,7 +140,7 @@ class FakeSlack:
             raise RuntimeError("the fake Slack server did not start within 10 s")
         return self
 
-    def stop(self) -> None:
+    def close(self) -> None:
         if self._loop is None or self._thread is None:
             return
         if self._runner is not None:
@@ -149,19 +149,7 @@ class FakeSlack:
         self._thread.join(10)
         self._loop = self._thread = self._runner = None
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return self.start()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
+    stop = close  # the name this fake's lifecycle had first
 
     async def _serve(self) -> None:
         app = web.Application()
@@ -233,11 +221,8 @@ class FakeSlack:
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
         """Wait (polling) until `predicate()` holds; AssertionError after `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the fake Slack did not see the expected state within {timeout} s")
-            await asyncio.sleep(0.002)
+        failure = f"the fake Slack did not see the expected state within {timeout} s"
+        await poll_until(predicate, timeout, failure)
 
     async def _on_server_loop(self, coro: Coroutine[Any, Any, None]) -> None:
         assert self._loop is not None, "start the fake first"
@@ -407,7 +392,7 @@ class FakeSlack:
             return web.Response(status=404, text="no such file")
         with self._lock:
             self.downloads.append(file_id)
-        name, content = self._files[file_id]
+        _, content = self._files[file_id]
         return web.Response(body=content, content_type="application/octet-stream")
 
 

@@ -30,55 +30,44 @@ As Telegram does:
 Records, in arrival order: `calls` (method names), `offsets` (what each getUpdates asked for),
 `sent` (sendMessage parameters, with the `message_id` given), `edits`, `actions`
 (sendChatAction), `answers` (answerCallbackQuery), `webhook` (the setWebhook parameters, or
-None), `webhook_statuses` (what the bot's webhook answered). Runs in a daemon thread (stdlib
-`ThreadingHTTPServer`), so synchronous tests and asyncio code use it alike.
+None), `webhook_statuses` (what the bot's webhook answered). Runs in daemon threads (stdlib
+`ThreadingHTTPServer`, http_server.py), so synchronous tests and asyncio code use it alike. The
+wire format lives in telegram_wire.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import re
-import socket
-import sys
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["FakeTelegram"]
+from tests.fakes.http_server import Request, Response, ThreadedFake, json_response, poll_until
+from tests.fakes.telegram_wire import (
+    DESCRIPTIONS,
+    OPT_IN_UPDATES,
+    TOKEN,
+    ApiError,
+    Json,
+    entities,
+    parameters,
+    person,
+    post_update,
+    update_kind,
+    utf16_length,
+)
 
-TOKEN = "123456:TEST-token_for-the-fake"
-OPT_IN_UPDATES = {"chat_member", "message_reaction", "message_reaction_count"}
-TEXT_FIELDS = {"text", "caption", "url", "secret_token", "callback_query_id", "file_id", "action"}
-DESCRIPTIONS = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden: bot was blocked by the user",
-    409: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
-    429: "Too Many Requests: retry after {retry_after}",
-    502: "Bad Gateway",
-}
-Json = dict[str, Any]
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, description: str, retry_after: int | None = None) -> None:
-        super().__init__(description)
-        self.status, self.description, self.retry_after = status, description, retry_after
+__all__ = ["TOKEN", "FakeTelegram"]
 
 
-class FakeTelegram:
+class FakeTelegram(ThreadedFake):
     """The server; see the module docstring. Start it with `with`, `async with` or `start()`."""
 
     def __init__(self, token: str = TOKEN, *, bot_username: str = "temper_test_bot") -> None:
+        super().__init__()
         self.token = token
         self.me: Json = {
             "id": 4242,
@@ -106,8 +95,6 @@ class FakeTelegram:
         self._update_ids = itertools.count(1000)
         self._ids = itertools.count(1)
         self._closing = False
-        self._httpd: _HTTPServer | None = None
-        self._threads: list[threading.Thread] = []
 
     # People's side: updates for the bot ---------------------------------------------------
 
@@ -127,24 +114,18 @@ class FakeTelegram:
         """A person's message, queued as an update (returned). `group` makes the chat a
         supergroup, `thread_id` a forum topic in one; `reply_to` is a message id in that chat
         (the person's or the bot's); `document` is (file name, content)."""
-        user = {
-            "id": user_id or chat_id,
-            "is_bot": False,
-            "first_name": username.title(),
-            "username": username,
-        }
         chat = self._chat(chat_id, group=group or thread_id is not None, forum=thread_id is not None)
         message: Json = {
             "message_id": self._next_message_id(chat_id),
             "date": int(time.time()),
             "chat": chat,
-            "from": user,
+            "from": person(user_id or chat_id, username),
         }
         key = "caption" if document or photo else "text"
         if text:
             message[key] = text
-            if entities := _entities(text):
-                message[f"{key}_entities" if key == "caption" else "entities"] = entities
+            if marked := entities(text):
+                message[f"{key}_entities" if key == "caption" else "entities"] = marked
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
         if reply_to is not None:
@@ -169,15 +150,9 @@ class FakeTelegram:
         username: str = "alice",
     ) -> Json:
         """A person pressed an inline button with `data` under the bot's message `message_id`."""
-        user = {
-            "id": user_id or chat_id,
-            "is_bot": False,
-            "first_name": username.title(),
-            "username": username,
-        }
         query = {
             "id": f"cbq{next(self._ids)}",
-            "from": user,
+            "from": person(user_id or chat_id, username),
             "chat_instance": str(chat_id),
             "data": data,
             "message": self._messages[(chat_id, message_id)],
@@ -238,60 +213,45 @@ class FakeTelegram:
 
     async def wait_until(self, condition: Callable[[], object], timeout: float = 5.0) -> None:
         """Wait (on the caller's event loop) until `condition()` is true; fail after `timeout`."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"fake Telegram: condition not met within {timeout} s")
-            await asyncio.sleep(0.005)
+        await poll_until(condition, timeout, f"fake Telegram: condition not met within {timeout} s")
 
-    # Lifecycle ------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        """The API root, like https://api.telegram.org."""
-        if self._httpd is None:
-            raise RuntimeError("the fake server is not started")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+    # Lifecycle: ThreadedFake's, and the thread that posts to a webhook ----------------------
 
     def start(self) -> Self:
-        self._httpd = _HTTPServer(self)
-        self._spawn(self._httpd.serve_forever, 0.05)
+        self._closing = False
+        super().start()
         self._spawn(self._post_to_webhook)
         return self
 
     def close(self) -> None:
-        if self._httpd is None:
-            return
         with self._lock:
-            self._closing = True
+            self._closing = True  # ends a waiting getUpdates and the webhook thread
             self._lock.notify_all()
-        self._httpd.shutdown()
-        for thread in self._threads:
-            thread.join()
-        self._httpd.drop_connections()
-        self._httpd.server_close()
-        self._httpd, self._threads = None, []
+        super().close()
 
-    def _spawn(self, target: Callable[..., object], *args: object) -> None:
-        thread = threading.Thread(target=target, args=args, name="fake-telegram", daemon=True)
-        thread.start()
-        self._threads.append(thread)
+    # HTTP: method calls at /bot<token>/<method>, downloads at /file/bot<token>/<path> --------
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self.start()
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    def _answer(self, request: Request) -> Response:
+        path = request.path
+        if path.startswith("/file/bot"):
+            token, _, file_path = path.removeprefix("/file/bot").partition("/")
+            content = self._download(file_path) if token == self.token else None
+            if content is None:
+                return Response(404, b"Not Found", "text/plain")
+            return Response(200, content, "application/octet-stream")
+        match = re.fullmatch(r"/bot([^/]+)/(\w+)", path)
+        if match is None:
+            return _refused(ApiError(404, "Not Found"))
+        if match.group(1) != self.token:
+            return _refused(ApiError(401, "Unauthorized"))
+        try:
+            params = parameters(request.content_type, request.body) | request.query
+            result = self._call(match.group(2), params)
+        except ApiError as exc:
+            return _refused(exc)
+        except (ValueError, KeyError, TypeError) as exc:
+            return _refused(ApiError(400, f"Bad Request: {exc}"))
+        return json_response({"ok": True, "result": result})
 
     # The Bot API (called from the server's threads) ----------------------------------------
 
@@ -341,7 +301,7 @@ class FakeTelegram:
                     raise ApiError(409, DESCRIPTIONS[409])
 
     def _wanted(self, update: Json) -> bool:
-        kind = _kind(update)
+        kind = update_kind(update)
         return kind not in OPT_IN_UPDATES if self._allowed is None else kind in self._allowed
 
     def _api_setWebhook(self, params: Json) -> Any:
@@ -363,7 +323,7 @@ class FakeTelegram:
         text = str(params.get("text", ""))
         if not text.strip():
             raise ApiError(400, "Bad Request: message text is empty")
-        units = len(text.encode("utf-16-le")) // 2
+        units = utf16_length(text)
         if units > 4096:
             raise ApiError(400, "Bad Request: message is too long")
         for entity in params.get("entities") or []:
@@ -435,7 +395,7 @@ class FakeTelegram:
                 if self._closing:
                     return
                 update, webhook = self._updates[0], dict(self.webhook or {})
-            status = _post(webhook, update)
+            status = post_update(webhook, update)
             with self._lock:
                 self.webhook_statuses.append(status)
                 if 200 <= status < 300 and self._updates and self._updates[0] is update:
@@ -466,135 +426,5 @@ class FakeTelegram:
         return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(content)}
 
 
-def _kind(update: Json) -> str:
-    return next(key for key in update if key != "update_id")
-
-
-def _entities(text: str) -> list[Json]:
-    """What Telegram marks in a person's text: a leading /command and @mentions."""
-    found = []
-    for match in re.finditer(r"(?<![\w@])@\w{3,32}|^/\w+(?:@\w+)?", text):
-        kind = "bot_command" if match.group().startswith("/") else "mention"
-        offset = len(text[: match.start()].encode("utf-16-le")) // 2
-        length = len(match.group().encode("utf-16-le")) // 2
-        found.append({"type": kind, "offset": offset, "length": length})
-    return found
-
-
-def _post(webhook: Json, update: Json) -> int:
-    request = urllib.request.Request(
-        webhook["url"],
-        data=json.dumps(update).encode(),
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "X-Telegram-Bot-Api-Secret-Token": webhook.get("secret_token", ""),
-        },
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0  # nothing listening (yet): Telegram would retry later
-
-
-def _parameters(content_type: str, raw: bytes) -> Json:
-    """The call's parameters: JSON, or a form whose non-text values are JSON (as the Bot API
-    takes them, and python-telegram-bot sends them)."""
-    if content_type.startswith("application/json"):
-        return json.loads(raw or b"{}")
-    params: Json = {}
-    for key, value in urllib.parse.parse_qsl(raw.decode(), keep_blank_values=True):
-        try:
-            params[key] = value if key in TEXT_FIELDS else json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return params
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeTelegram) -> None:
-        self.fake = fake
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up mid-answer (a cancelled long poll) is not news."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
-
-    def drop_connections(self) -> None:
-        with self.connections_lock:
-            for connection in self.connections:
-                try:
-                    connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    continue
-            self.connections.clear()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        with self.server.connections_lock:
-            self.server.connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.server.connections_lock:
-            self.server.connections.discard(self.connection)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: tests assert on the records."""
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def _serve(self) -> None:
-        fake = self.server.fake
-        length = self.headers.get("Content-Length", "0")
-        raw = self.rfile.read(int(length)) if length.isdigit() else b""
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        if path.startswith("/file/bot"):
-            token, _, file_path = path.removeprefix("/file/bot").partition("/")
-            content = fake._download(file_path) if token == fake.token else None
-            if content is None:
-                return self._write(404, b"Not Found", "text/plain")
-            return self._write(200, content, "application/octet-stream")
-        match = re.fullmatch(r"/bot([^/]+)/(\w+)", path)
-        if match is None:
-            return self._reply({"ok": False, "error_code": 404, "description": "Not Found"}, 404)
-        if match.group(1) != fake.token:
-            return self._reply({"ok": False, "error_code": 401, "description": "Unauthorized"}, 401)
-        try:
-            params = _parameters(self.headers.get("Content-Type", ""), raw)
-            params |= dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
-            result = fake._call(match.group(2), params)
-        except ApiError as exc:
-            body: Json = {"ok": False, "error_code": exc.status, "description": exc.description}
-            if exc.retry_after is not None:
-                body["parameters"] = {"retry_after": exc.retry_after}
-            return self._reply(body, exc.status)
-        except (ValueError, KeyError, TypeError) as exc:
-            return self._reply({"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}, 400)
-        self._reply({"ok": True, "result": result}, 200)
-
-    def _reply(self, body: Json, status: int) -> None:
-        self._write(status, json.dumps(body).encode(), "application/json")
-
-    def _write(self, status: int, body: bytes, content_type: str) -> None:
-        head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
-        self.wfile.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+def _refused(error: ApiError) -> Response:
+    return json_response(error.body(), error.status)

@@ -63,7 +63,10 @@ def test_concurrent_tasks_share_batches_and_change_no_result(backend: LocalBacke
         store = MemoryStore.open(tmp_path / f"{name}.db")
         recording = Recording(backend)
         attempts = asyncio.run(replay(tasks, recording, store, tmp_path / "snapshots", settings, name))
-        ids = [[i for call in store.calls(a.episode_id) for i in call.completion_ids] for a in attempts]
+        ids = [
+            [i for call in store.trajectories.calls(a.episode_id) for i in call.completion_ids]
+            for a in attempts
+        ]
         return [replace(a, episode_id=0) for a in attempts], ids, recording.batches
 
     together, together_ids, together_batches = run(settings, "together")
@@ -85,8 +88,8 @@ def test_held_out_replays_keep_to_the_action_format_and_training_replays_sample_
     free = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", training, "grpo"))
     served = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", as_served(training), "gate"))
 
-    free_calls = [store.calls(a.episode_id)[0] for a in free]
-    served_calls = [store.calls(a.episode_id)[0] for a in served]
+    free_calls = [store.trajectories.calls(a.episode_id)[0] for a in free]
+    served_calls = [store.trajectories.calls(a.episode_id)[0] for a in served]
     assert not any(call.sampling.get("constrained") for call in free_calls)
     assert not any(is_action_prefix(call.text) for call in free_calls)  # an untrained model writes anything
     assert all(call.sampling["constrained"] for call in served_calls)

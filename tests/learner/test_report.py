@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from learner.gate import GateDecision, HeldoutResult, decide
-from learner.report import CycleSummary, Progress, plot_progress, summary_text, write_report
+from learner.report import CycleSummary, Progress, plot_progress, report_cycle, summary_text, write_report
+
+if TYPE_CHECKING:
+    from learner.cycle import CycleResult
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -65,3 +69,65 @@ def test_a_refused_cycle_says_why_and_what_stays(tmp_path: Path) -> None:
 def test_held_out_success_alone_is_one_panel(tmp_path: Path) -> None:
     path = plot_progress(tmp_path / "only.png", Progress(heldout=[(1, 0.2), (2, 0.4)]))
     assert png_size(path) == (550, 400)
+
+
+def cycle_result(tmp_path: Path, rows: list[int], version: str | None) -> CycleResult:
+    from learner.cycle import CycleResult  # torch
+    from learner.evaluation import Evaluation
+    from learner.train import StepMetrics
+    from learner.versions import Version, VersionMeta
+
+    def step(number: int, rows: int) -> StepMetrics:
+        return StepMetrics(
+            step=number, loss=0.1, reward_mean=0.25 * number, approx_kl=0.0, kl_ref=None, clip_fraction=0.0,
+            entropy=1.0, zero_variance_fraction=0.0, rows=rows, tokens=100, trained_tokens=50,
+            grad_norm=1.0, seconds=1.0,
+        )  # fmt: skip
+
+    def evaluation(success: float) -> Evaluation:
+        return Evaluation([HeldoutResult(f"t{i}", 0, float(i < success * 20)) for i in range(20)])
+
+    return CycleResult(
+        steps=[step(n, r) for n, r in enumerate(rows, 1)],
+        train_reward=[(n, 0.25 * n) for n in range(1, len(rows) + 1)],
+        current=evaluation(0.3),
+        candidate=evaluation(0.7),
+        decision=gate(0.7),
+        version=None if version is None else Version(version, tmp_path / version, VersionMeta("/m", "")),
+        adapter_dir=tmp_path / "adapter",
+    )
+
+
+def test_report_cycle_reports_what_the_cycle_returned(tmp_path: Path) -> None:
+    result = cycle_result(tmp_path, rows=[40, 56], version="v3")
+    report = report_cycle(
+        tmp_path, result, cycle=3, model=Path("/models/tiny"), tasks=16, previous="v2", baseline=0.3
+    )
+    figures = json.loads(report.figures.read_text())
+    del figures["gate"]
+    assert figures == {
+        "cycle": 3, "model": "/models/tiny", "tasks": 16, "episodes": 96, "steps": 2, "previous": "v2",
+        "version": "v3", "heldout": [[0.0, 0.3], [1.0, 0.7]], "train_reward": [[1.0, 0.25], [2.0, 0.5]],
+        "baseline": 0.3,
+    }  # fmt: skip
+    assert report.text.startswith(
+        "Learning cycle 3 trained the executor (/models/tiny) with GRPO on 96 episodes of 16 tasks "
+        "in 2 steps (mean training reward 0.50). On 20 held-out task-seed pairs, success went from "
+        "0.30 (v2) to 0.70 (candidate): +0.40"
+    )
+    assert png_size(report.plot) == (1100, 400)
+
+
+def test_report_cycle_of_a_cycle_that_trained_nothing(tmp_path: Path) -> None:
+    report = report_cycle(
+        tmp_path, cycle_result(tmp_path, rows=[], version=None), cycle=1, model="base", tasks=0, previous=None
+    )
+    figures = json.loads(report.figures.read_text())
+    assert (figures["episodes"], figures["steps"], figures["version"], figures["baseline"]) == (
+        0,
+        0,
+        None,
+        None,
+    )
+    assert "in 0 steps. On 20" in report.text and report.text.count("the base model") == 2
+    assert png_size(report.plot) == (550, 400)  # no training curve: one panel

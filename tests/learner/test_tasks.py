@@ -8,10 +8,10 @@ import pytest
 
 from learner.tasks import (
     DEFAULT_HELDOUT,
+    FAMILY_NAMES,
     GRID_FAMILIES,
     GRID_HELDOUT,
     GRID_VERIFIER_ONLY,
-    FAMILY_NAMES,
     Task,
     TaskError,
     prepare_workspace,
@@ -22,7 +22,7 @@ from learner.tasks import (
     task_snapshot,
     verify,
 )
-from learner.tasks.synthetic_families import DIRS
+from learner.tasks.synthetic_drafts import DIRS
 from runtime.executor.actions import parse_action
 from runtime.sandbox import open_sandbox
 
@@ -222,6 +222,6 @@ async def test_prepare_workspace_writes_the_files() -> None:
 
 def test_no_word_is_part_of_another() -> None:
     # grep and sed match substrings: tasks are only right if words never contain each other.
-    from learner.tasks.synthetic_families import WORDS
+    from learner.tasks.synthetic_drafts import WORDS
 
     assert not [(a, b) for a in WORDS for b in WORDS if a != b and a in b]

@@ -62,7 +62,7 @@ def sampled_episode(
                 mismatch=None,
                 common_prefix=0,
                 created_at=0.0,
-            )  # fmt: skip
+            )
         )
         prompt = prompt + sample.ids + tokenizer.encode_text(OBSERVATION)
     episode = ExecutorEpisode(

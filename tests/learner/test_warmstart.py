@@ -3,8 +3,8 @@ the real executor path, stopped by patience or by the deadline, the best epoch's
 
 from __future__ import annotations
 
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
 

@@ -1,10 +1,10 @@
 """A writer killed mid-transaction: the database stays intact, committed rows stay."""
 
-from pathlib import Path
 import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from memory import MemoryStore
 

@@ -1,6 +1,6 @@
-from datetime import datetime, timezone
 import io
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memory import MemoryStore, export_jsonl, import_jsonl
@@ -79,6 +79,6 @@ def test_export_round_trips(tmp_path: Path, store: MemoryStore) -> None:
 def test_timestamps_are_normalised_to_utc_epoch(store: MemoryStore) -> None:
     import_jsonl(store, lines(GOOD))
     by_id = {m.external_id: m for m in store.iter_messages()}
-    assert by_id["a1"].ts == datetime(2026, 10, 1, 10, tzinfo=timezone.utc).timestamp()
-    assert by_id["a3"].ts == round(datetime(2026, 10, 2, 8, 0, 0, 123456, tzinfo=timezone.utc).timestamp(), 6)
+    assert by_id["a1"].ts == datetime(2026, 10, 1, 10, tzinfo=UTC).timestamp()
+    assert by_id["a3"].ts == round(datetime(2026, 10, 2, 8, 0, 0, 123456, tzinfo=UTC).timestamp(), 6)
     assert by_id["42"].ts == 1790000001.5

@@ -2,8 +2,9 @@
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory import MemoryStore, NewMessage
 from memory.query import MAX_TERMS, parse_query

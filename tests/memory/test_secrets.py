@@ -1,8 +1,9 @@
 """Redaction: each key shape, configured secrets, idempotence, and what is left alone."""
 
 import pytest
+from pydantic import SecretStr
 
-from memory import redact
+from memory import mask, redact
 from memory.secrets import Redactor
 
 SECRETS = {
@@ -94,3 +95,11 @@ def test_json_like_values_are_redacted_inside() -> None:
     ]
     assert found == {"openai_key", "aws_access_key"}
     assert messages[0]["content"].startswith("env: sk-")  # the caller's data is not changed
+
+
+def test_mask_shows_a_known_kind_and_at_most_the_last_four_characters() -> None:
+    assert mask(SECRETS["openai_key"]) == "sk-…8tUv"
+    assert mask(SECRETS["slack_token"]) == "xoxb-…IJKL"
+    assert mask(SecretStr(SECRETS["telegram_token"])) == "…m9T0"
+    assert mask("pass-word-0123456789") == "…6789"  # only public kind prefixes are shown
+    assert mask("sk-short") == "…" and mask(None) == "(not set)"

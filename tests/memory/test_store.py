@@ -99,17 +99,17 @@ def test_bad_role_is_refused_before_anything_is_written(store: MemoryStore) -> N
 def test_facts_belong_to_a_user(store: MemoryStore) -> None:
     ana = store.ensure_user("ana")
     source = add(store, "I am allergic to shellfish")
-    fact_id = store.add_fact(ana, "allergic to shellfish", source_message_id=source, confidence=0.9)
-    [fact] = store.facts_for(ana)
+    fact_id = store.facts.add(ana, "allergic to shellfish", source_message_id=source, confidence=0.9)
+    [fact] = store.facts.for_user(ana)
     assert (fact.id, fact.statement, fact.source_message_id, fact.confidence) == (
         fact_id,
         "allergic to shellfish",
         source,
         0.9,
     )
-    assert store.facts_for(store.ensure_user("bo")) == []
+    assert store.facts.for_user(store.ensure_user("bo")) == []
     with pytest.raises(ValueError):
-        store.add_fact(ana, "x", confidence=1.5)
+        store.facts.add(ana, "x", confidence=1.5)
 
 
 def test_maintenance_runs_and_stats_count(store: MemoryStore) -> None:
@@ -129,15 +129,18 @@ def test_writes_in_one_transaction_are_stored_together_or_not_at_all(store: Memo
     session_id = store.ensure_session("s1", user_id=user_id)
     with store.transaction():
         message_id = store.add_message(session_id=session_id, user_id=user_id, role="user", content="hello")
-        episode_id = store.start_episode(session_id, user_id, "hello", message_id)
-    assert store.episode(episode_id).status == "running" and store.get_message(message_id).content == "hello"
+        episode_id = store.episodes.start(session_id, user_id, "hello", message_id)
+    assert (
+        store.episodes.get(episode_id).status == "running"
+        and store.get_message(message_id).content == "hello"
+    )
 
     with pytest.raises(RuntimeError, match="crash"), store.transaction():
         store.add_message(session_id=session_id, user_id=user_id, role="user", content="lost")
-        store.start_episode(session_id, user_id, "lost")
+        store.episodes.start(session_id, user_id, "lost")
         raise RuntimeError("crash between the writes")
     assert [m.content for m in store.recent_messages(session_id)] == ["hello"]
-    assert store.latest_episode(session_id).id == episode_id
+    assert store.episodes.latest(session_id).id == episode_id
     store.add_message(
         session_id=session_id, user_id=user_id, role="user", content="later"
     )  # the store still writes

@@ -3,10 +3,10 @@ causes, secrets, filters, JSON Lines and Parquet exports, and the migration from
 
 from __future__ import annotations
 
-from dataclasses import replace
 import json
-from pathlib import Path
 import random
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -49,9 +49,9 @@ def episode_calls(
 
 
 def record_episode(store: MemoryStore, calls: list[StoredCall], **episode) -> int:
-    episode_id = store.start_executor_episode(episode.pop("task", "list the files"), **episode)
+    episode_id = store.trajectories.start_executor_episode(episode.pop("task", "list the files"), **episode)
     for call in calls:
-        store.record_call(episode_id, call)
+        store.trajectories.record_call(episode_id, call)
     return episode_id
 
 
@@ -67,7 +67,7 @@ def test_calls_round_trip_with_prefix_sharing(store: MemoryStore) -> None:
     calls = episode_calls()
     episode_id = record_episode(store, calls, split="train", group_id="g1", sandbox_backend="bwrap",
                                 snapshot_id="sha256:abc", snapshot_bytes=10_240, verifier="test -f out.txt")  # fmt: skip
-    stored = store.calls(episode_id)
+    stored = store.trajectories.calls(episode_id)
     assert [c.index for c in stored] == list(range(10))
     for original, back in zip(calls, stored):
         assert back.prompt_ids == original.prompt_ids
@@ -76,13 +76,13 @@ def test_calls_round_trip_with_prefix_sharing(store: MemoryStore) -> None:
         assert back.messages == original.messages and back.text == original.text
         assert (back.model, back.adapter_version, back.sampling) == (original.model, "v3", original.sampling)
     assert [c.extends_previous for c in stored] == [False] + [True] * 9
-    assert stored[0].mismatch is None and store.prefix_mismatches() == {}
+    assert stored[0].mismatch is None and store.trajectories.prefix_mismatches() == {}
     # Only the appended tokens were stored: each row's suffix is the observation after call 0.
     suffixes = [
         row[0] for row in store.db.execute("select length(prompt_suffix) / 4 from model_calls order by id")
     ]
     assert suffixes == [300] + [40] * 9
-    episode = store.executor_episode(episode_id)
+    episode = store.trajectories.executor_episode(episode_id)
     assert (episode.kind, episode.split, episode.group_id, episode.snapshot_id, episode.snapshot_bytes) == (
         "executor",
         "train",
@@ -123,7 +123,7 @@ def test_a_call_that_does_not_extend_is_counted_and_shares_only_the_common_prefi
         replace(calls[3], prompt_ids=re_encoded),
     ]
     episode_id = record_episode(store, changed)
-    stored = store.calls(episode_id)
+    stored = store.trajectories.calls(episode_id)
     assert [c.prompt_ids for c in stored] == [c.prompt_ids for c in changed]
     assert [c.extends_previous for c in stored] == [False, True, False, False]
     assert [c.mismatch for c in stored] == [None, None, "prompt_diverged", "completion_diverged"]
@@ -136,20 +136,20 @@ def test_a_call_that_does_not_extend_is_counted_and_shares_only_the_common_prefi
         )
     ]
     assert suffixes == [len(rewritten) - 10, len(re_encoded) - len(rewritten) - 1]
-    assert store.prefix_mismatches() == {"prompt_diverged": 1, "completion_diverged": 1}
+    assert store.trajectories.prefix_mismatches() == {"prompt_diverged": 1, "completion_diverged": 1}
 
 
 def test_mismatch_causes_for_tokenizer_retokenized_and_shorter(store: MemoryStore) -> None:
     a, b = episode_calls(turns=2)
     episode_id = record_episode(store, [a, replace(b, tokenizer_hash="tok2")])
-    assert store.calls(episode_id)[1].mismatch == "tokenizer_changed"
+    assert store.trajectories.calls(episode_id)[1].mismatch == "tokenizer_changed"
     whole = store.db.execute("select length(prompt_suffix) / 4 from model_calls where id = 2").fetchone()[0]
     assert whole == len(b.prompt_ids)  # other ids mean other text: stored whole
     episode_id = record_episode(store, [a, replace(b, prompt_ids=b.prompt_ids[:100], retokenized=True)])
-    assert store.calls(episode_id)[1].mismatch == "retokenized"
+    assert store.trajectories.calls(episode_id)[1].mismatch == "retokenized"
     episode_id = record_episode(store, [a, replace(b, prompt_ids=a.prompt_ids[:50])])
-    assert store.calls(episode_id)[1].mismatch == "shorter"
-    assert store.calls(episode_id)[1].prompt_ids == a.prompt_ids[:50]
+    assert store.trajectories.calls(episode_id)[1].mismatch == "shorter"
+    assert store.trajectories.calls(episode_id)[1].prompt_ids == a.prompt_ids[:50]
 
 
 def test_roles_chain_separately_and_judge_calls_do_not_break_sharing(store: MemoryStore) -> None:
@@ -157,7 +157,7 @@ def test_roles_chain_separately_and_judge_calls_do_not_break_sharing(store: Memo
     judge = StoredCall(role="judge", model="big", prompt_ids=[1, 2, 3], completion_ids=[4], completion_logprobs=[],
                        finish_reason="stop", text="score: 1")  # fmt: skip
     episode_id = record_episode(store, [a, judge, b])
-    stored = store.calls(episode_id)
+    stored = store.trajectories.calls(episode_id)
     assert [(c.role, c.extends_previous) for c in stored] == [
         ("executor", False),
         ("judge", False),
@@ -171,48 +171,48 @@ def test_another_store_on_the_same_file_continues_the_chain(tmp_path: Path) -> N
     with MemoryStore.open(tmp_path / "m.db") as first:
         episode_id = record_episode(first, calls[:2])
     with MemoryStore.open(tmp_path / "m.db") as second:  # empty cache: rebuilds the tail from rows
-        second.record_call(episode_id, calls[2])
-        stored = second.calls(episode_id)
+        second.trajectories.record_call(episode_id, calls[2])
+        stored = second.trajectories.calls(episode_id)
     assert stored[2].extends_previous and stored[2].prompt_ids == calls[2].prompt_ids
 
 
 def test_bad_calls_are_refused(store: MemoryStore) -> None:
     (call,) = episode_calls(turns=1)
     with pytest.raises(UnknownRecordError):
-        store.record_call(999, call)
-    episode_id = store.start_executor_episode("t")
+        store.trajectories.record_call(999, call)
+    episode_id = store.trajectories.start_executor_episode("t")
     with pytest.raises(ValueError, match="role"):
-        store.record_call(episode_id, replace(call, role="critic"))
+        store.trajectories.record_call(episode_id, replace(call, role="critic"))
     with pytest.raises(ValueError, match="one per completion id"):
-        store.record_call(episode_id, replace(call, completion_logprobs=[-0.1]))
+        store.trajectories.record_call(episode_id, replace(call, completion_logprobs=[-0.1]))
     with pytest.raises(ValueError, match="split"):
-        store.start_executor_episode("t", split="test")
-    assert store.calls(episode_id) == []
+        store.trajectories.start_executor_episode("t", split="test")
+    assert store.trajectories.calls(episode_id) == []
 
 
 def test_secrets_are_redacted_in_stored_text_and_the_episode_is_marked(store: MemoryStore) -> None:
-    store.set_secrets(["hunter2-operator-pass"])
+    store.trajectories.set_secrets(["hunter2-operator-pass"])
     (call,) = episode_calls(turns=1)
     leaky = replace(call, text=f"found OPENAI_API_KEY={OPENAI_KEY}",
                     messages=[{"role": "user", "content": "log in with hunter2-operator-pass"}])  # fmt: skip
     episode_id = record_episode(store, [leaky])
-    (stored,) = store.calls(episode_id)
+    (stored,) = store.trajectories.calls(episode_id)
     assert stored.text == "found OPENAI_API_KEY=[REDACTED:openai_key]"
     assert stored.messages[0]["content"] == "log in with [REDACTED:configured]"
     assert stored.prompt_ids == leaky.prompt_ids  # ids cannot be redacted...
-    assert store.executor_episode(episode_id).contains_secret  # ...so the episode is marked
+    assert store.trajectories.executor_episode(episode_id).contains_secret  # ...so the episode is marked
     raw = b"".join(bytes(str(row), "utf-8") for row in store.db.execute("select * from model_calls"))
     assert OPENAI_KEY.encode() not in raw and b"hunter2-operator-pass" not in raw
     # The next call repeats the leaky message: it is reused redacted, not stored in the clear.
     follow = replace(leaky, messages=leaky.messages + [{"role": "user", "content": "and now?"}], text="ok")
-    store.record_call(episode_id, follow)
-    assert [m["content"] for m in store.calls(episode_id)[1].messages] == [
+    store.trajectories.record_call(episode_id, follow)
+    assert [m["content"] for m in store.trajectories.calls(episode_id)[1].messages] == [
         "log in with [REDACTED:configured]",
         "and now?",
     ]
-    in_task = store.start_executor_episode(f"use {OPENAI_KEY}")
-    assert store.executor_episode(in_task).task == "use [REDACTED:openai_key]"
-    assert store.executor_episode(in_task).contains_secret
+    in_task = store.trajectories.start_executor_episode(f"use {OPENAI_KEY}")
+    assert store.trajectories.executor_episode(in_task).task == "use [REDACTED:openai_key]"
+    assert store.trajectories.executor_episode(in_task).contains_secret
 
 
 def test_secret_marked_episodes_stay_out_of_trajectories_and_exports(
@@ -220,22 +220,22 @@ def test_secret_marked_episodes_stay_out_of_trajectories_and_exports(
 ) -> None:
     clean = record_episode(store, episode_calls(turns=2))
     marked = record_episode(store, episode_calls(turns=2, seed=1))
-    store.mark_secret(marked)
+    store.trajectories.mark_secret(marked)
     # A secret configured after the text was stored is caught at export time.
     later = record_episode(store, episode_calls(turns=2, seed=2), task="deploy with token qwerty-123456")
-    assert [t.episode.id for t in store.trajectories()] == [clean, later]
+    assert [t.episode.id for t in store.trajectories.read()] == [clean, later]
     report = export_trajectories(store, tmp_path / "out.jsonl", secrets=["qwerty-123456"])
     assert (report.episodes, report.calls, report.excluded_secret) == (1, 2, 2)
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert {row["episode_id"] for row in rows} == {clean}
     with pytest.raises(UnknownRecordError):
-        store.mark_secret(12345)
+        store.trajectories.mark_secret(12345)
 
 
 def test_jsonl_export_rows(store: MemoryStore, tmp_path: Path) -> None:
     calls = episode_calls(turns=3)
     episode_id = record_episode(store, calls, split="train", group_id="g7")
-    store.record_reward(episode_id, 1.0, "verifier", "exit 0")
+    store.episodes.record_reward(episode_id, 1.0, "verifier", "exit 0")
     report = export_trajectories(store, tmp_path / "t.jsonl", format="jsonl")
     assert (report.episodes, report.calls, report.excluded_secret) == (1, 3, 0)
     rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
@@ -258,7 +258,7 @@ def test_parquet_export_loads_with_datasets(store: MemoryStore, tmp_path: Path) 
     datasets = pytest.importorskip("datasets")
     calls = episode_calls(turns=3)
     episode_id = record_episode(store, calls, split="train")
-    store.record_reward(episode_id, 0.5, "judge")
+    store.episodes.record_reward(episode_id, 0.5, "judge")
     report = export_trajectories(store, tmp_path / "t.parquet", format="parquet")
     assert report.calls == 3
     loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "t.parquet"), split="train",
@@ -283,16 +283,16 @@ def test_filters(store: MemoryStore) -> None:
     for reward, split in ((0.0, "train"), (1.0, "train"), (1.0, "heldout"), (None, "live")):
         episode_id = record_episode(store, episode_calls(turns=1), split=split)
         if reward is not None:
-            store.record_reward(episode_id, reward, "verifier")
+            store.episodes.record_reward(episode_id, reward, "verifier")
         ids.append(episode_id)
     store.db.execute("update episodes set created_at = id * 100.0")
-    chosen = lambda **f: [t.episode.id for t in store.trajectories(**f)]  # noqa: E731
+    chosen = lambda **f: [t.episode.id for t in store.trajectories.read(**f)]  # noqa: E731
     assert chosen() == ids
     assert chosen(split="train") == ids[:2]
     assert chosen(min_reward=0.5) == ids[1:3]
     assert chosen(since=ids[1] * 100.0, until=ids[3] * 100.0) == ids[1:3]
     assert chosen(limit=2) == ids[:2]
-    summaries = store.trajectory_summaries(split="train")
+    summaries = store.trajectories.summaries(split="train")
     assert [(s.episode.id, s.calls, s.tokens, s.sampled_tokens) for s in summaries] == [
         (ids[1], 1, 360, 60), (ids[0], 1, 360, 60)]  # fmt: skip
     with pytest.raises(ValueError, match="split"):
@@ -301,20 +301,20 @@ def test_filters(store: MemoryStore) -> None:
 
 def test_an_episode_carries_its_parse_failures_and_timeouts_once_finished(store: MemoryStore) -> None:
     episode_id = record_episode(store, episode_calls(turns=2), split="train")
-    assert store.executor_episode(episode_id).parse_failures is None  # running: not counted yet
-    store.finish_executor_episode(episode_id, "failed", parse_failures=2, timeouts=1)
-    (trajectory,) = store.trajectories()
+    assert store.trajectories.executor_episode(episode_id).parse_failures is None  # running: not counted yet
+    store.trajectories.finish_executor_episode(episode_id, "failed", parse_failures=2, timeouts=1)
+    (trajectory,) = store.trajectories.read()
     assert (trajectory.episode.parse_failures, trajectory.episode.timeouts) == (2, 1)
-    (summary,) = store.trajectory_summaries()
+    (summary,) = store.trajectories.summaries()
     assert (summary.episode.parse_failures, summary.calls) == (2, 2)
 
 
 def test_chat_episodes_are_not_trajectories(store: MemoryStore) -> None:
     user_id = store.ensure_user("ana")
     session_id = store.ensure_session("s", user_id=user_id)
-    chat_episode = store.start_episode(session_id, user_id, "say hi")
-    assert store.executor_episode(chat_episode).kind == "chat"
-    assert list(store.trajectories()) == [] and store.trajectory_summaries() == []
+    chat_episode = store.episodes.start(session_id, user_id, "say hi")
+    assert store.trajectories.executor_episode(chat_episode).kind == "chat"
+    assert list(store.trajectories.read()) == [] and store.trajectories.summaries() == []
 
 
 def test_migration_from_version_5_keeps_episodes(tmp_path: Path) -> None:
@@ -329,7 +329,7 @@ def test_migration_from_version_5_keeps_episodes(tmp_path: Path) -> None:
     db.close()
     with MemoryStore.open(tmp_path / "v5.db") as store:
         assert store.stats().schema_version == len(MIGRATIONS) >= 6
-        old = store.executor_episode(1)
+        old = store.trajectories.executor_episode(1)
         assert (old.kind, old.task, old.reward, old.contains_secret, old.split) == (
             "chat",
             "old task",
@@ -337,9 +337,9 @@ def test_migration_from_version_5_keeps_episodes(tmp_path: Path) -> None:
             False,
             None,
         )
-        assert store.episode(1).reward_source == "user"
+        assert store.episodes.get(1).reward_source == "user"
         new = record_episode(store, episode_calls(turns=2))
-        assert len(store.calls(new)) == 2
+        assert len(store.trajectories.calls(new)) == 2
 
 
 def test_the_common_prefix_of_many_sequences_is_what_all_of_them_share() -> None:

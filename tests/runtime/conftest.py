@@ -12,7 +12,6 @@ from typing import cast
 import pytest
 
 from memory import MemoryStore
-
 from runtime.sandbox import (
     BackendName,
     BackendStatus,

@@ -86,7 +86,7 @@ async def test_a_plain_turn(agent: Agent, server: FakeOpenAI, store: MemoryStore
     assert "".join(e.text for e in events if isinstance(e, ReplyDelta)) == "Hello Ana!"
     replied = next(e for e in events if isinstance(e, Replied))
     assert replied.text == "Hello Ana!"
-    assert store.episode(replied.episode_id).status == "succeeded"
+    assert store.episodes.get(replied.episode_id).status == "succeeded"
     sent = server.requests[-1]
     assert sent["messages"][0]["role"] == "system" and sent["messages"][-1] == {
         "role": "user",
@@ -99,7 +99,7 @@ async def test_a_plain_turn(agent: Agent, server: FakeOpenAI, store: MemoryStore
         "write_file",
         "shell",
     }
-    _, turns = store.conversation(store.session_id("cli:c1:"))
+    _, turns = store.conversations.load(store.session_id("cli:c1:"))
     assert [(t.role, t.content) for t in turns] == [("user", "hi there"), ("assistant", "Hello Ana!")]
 
 
@@ -130,7 +130,7 @@ async def test_tools_run_in_the_sandbox_and_their_results_reach_the_planner(
     second_request = server.requests[1]["messages"]
     assert second_request[-1]["role"] == "tool" and "made" in second_request[-1]["content"]
     assert second_request[-2]["tool_calls"][0]["function"]["name"] == "shell"
-    _, turns = store.conversation(store.session_id("cli:c1:"))
+    _, turns = store.conversations.load(store.session_id("cli:c1:"))
     assert [t.role for t in turns] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
 
 
@@ -171,7 +171,7 @@ async def test_an_unreachable_planner_fails_the_turn_in_one_line(
     assert kinds(events) == ["TurnStarted", "TurnFailed"]
     failed = events[-1]
     assert isinstance(failed, TurnFailed) and "\n" not in failed.error and "sk-test" not in failed.error
-    assert store.episode(failed.episode_id).status == "failed"
+    assert store.episodes.get(failed.episode_id).status == "failed"
 
 
 async def test_sessions_resume_and_memories_are_recalled(
@@ -219,7 +219,7 @@ async def test_verifier_scores_the_turn_and_the_user_overrides(
     assert isinstance(evaluated, Evaluated)
     assert (evaluated.reward, evaluated.source) == (1.0, "verifier")
     episode = agent.feedback("cli:c1:", good=False)
-    stored = store.episode(episode)
+    stored = store.episodes.get(episode)
     assert (stored.reward, stored.reward_source) == (0.0, "user")
 
 
@@ -235,7 +235,7 @@ async def test_the_judge_scores_tool_work(store: MemoryStore, server: FakeOpenAI
         "judge",
         "listed, but said little",
     )
-    assert store.episode(evaluated.episode_id).reward == 0.75
+    assert store.episodes.get(evaluated.episode_id).reward == 0.75
     # Small talk is not judged (no queued judge reply would be needed, and none is asked for).
     server.enqueue(text="Hi!", model="planner")
     assert (await run(agent, said("hi")))[-1].source is None
@@ -255,7 +255,7 @@ async def test_long_sessions_are_compacted_after_the_reply(
     await run(agent, said("question 1 " + "y" * 60))
     assert "Summarise" in server.requests[-1]["messages"][0]["content"]
     assert "question 0" in server.requests[-1]["messages"][1]["content"]
-    summary, turns = store.conversation(store.session_id("cli:c1:"))
+    summary, turns = store.conversations.load(store.session_id("cli:c1:"))
     assert summary.text == "SUMMARY: two questions about y."
     assert [t.content[:10] for t in turns] == ["question 1", "answer 1 x"]
     server.enqueue(text="final")
@@ -285,4 +285,4 @@ async def test_a_cancelled_turn_is_abandoned(agent: Agent, server: FakeOpenAI, s
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert store.episode(started[0].episode_id).status == "abandoned"
+    assert store.episodes.get(started[0].episode_id).status == "abandoned"

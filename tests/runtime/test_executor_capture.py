@@ -41,7 +41,7 @@ async def test_stored_calls_are_exactly_what_the_server_sampled(
             report = await terminal("list the files", ToolContext(user="ana", sandbox=sandbox, memory=store))
     assert "Commands run" in report
     [episode_id] = [row[0] for row in store.db.execute("select id from episodes where kind = 'executor'")]
-    calls = store.calls(episode_id)
+    calls = store.trajectories.calls(episode_id)
     assert len(calls) >= 2  # a random tiny model never writes a valid action: two turns, then it gives up
     for call in calls:
         assert not call.retokenized and call.role == "executor"

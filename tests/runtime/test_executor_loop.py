@@ -98,14 +98,14 @@ async def test_terminal_task_runs_the_executor_and_records_every_call(
         and "[exit 0]" in executor_requests[2]["messages"][-1]["content"]
     )
     [episode_id] = executor_episodes(store)
-    episode = store.executor_episode(episode_id)
+    episode = store.trajectories.executor_episode(episode_id)
     assert (episode.status, episode.task, episode.sandbox_backend) == (
         "succeeded",
         "count the lines of data.txt",
         "local",
     )
     assert episode.snapshot_id is not None
-    calls = store.calls(episode_id)
+    calls = store.trajectories.calls(episode_id)
     assert [c.role for c in calls] == ["planner"] * 3
     assert calls[2].text == action("data.txt has 3 lines", done=True)
     assert calls[0].messages[1] == {"role": "user", "content": "count the lines of data.txt"}
@@ -115,7 +115,7 @@ async def test_terminal_task_runs_the_executor_and_records_every_call(
 async def test_a_malformed_action_gets_one_correction(
     store: MemoryStore, server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    agent, terminal = make_agent(store, server, tmp_path)
+    agent, _terminal = make_agent(store, server, tmp_path)
     server.enqueue(
         tool_calls=[{"name": "terminal_task", "arguments": {"query": "list files"}}], model="planner"
     )
@@ -132,9 +132,9 @@ async def test_a_malformed_action_gets_one_correction(
     assert "nothing here" in first.text
     assert "gave up" in second.text
     completed, gave_up = executor_episodes(store)
-    assert store.executor_episode(completed).status == "succeeded"
-    assert store.executor_episode(gave_up).status == "failed"
-    assert len(store.calls(gave_up)) == 2
+    assert store.trajectories.executor_episode(completed).status == "succeeded"
+    assert store.trajectories.executor_episode(gave_up).status == "failed"
+    assert len(store.trajectories.calls(gave_up)) == 2
     counts = store.db.execute(
         "select parse_failures, timeouts from episodes where id in (?, ?) order by id", (completed, gave_up)
     ).fetchall()
@@ -168,7 +168,7 @@ async def test_retokenized_calls_are_flagged(store: MemoryStore, server: FakeOpe
     server.enqueue(text=action("hi", done=True), model="executor")
     server.enqueue(text="hi", model="planner")
     await turn(agent, "say hi")
-    [call] = store.calls(executor_episodes(store)[0])
+    [call] = store.trajectories.calls(executor_episodes(store)[0])
     assert call.retokenized and call.prompt_ids and call.completion_ids and call.completion_logprobs == []
     await agent.close()
 
@@ -194,8 +194,12 @@ async def test_an_episode_replays_from_its_snapshot(
     server.enqueue(text="done", model="planner")
     await turn(agent, "count it")
     [episode_id] = executor_episodes(store)
-    episode = store.executor_episode(episode_id)
-    commands = [c.keystrokes for call in store.calls(episode_id) for c in parse_action(call.text).commands]
+    episode = store.trajectories.executor_episode(episode_id)
+    commands = [
+        c.keystrokes
+        for call in store.trajectories.calls(episode_id)
+        for c in parse_action(call.text).commands
+    ]
     assert commands == ["wc -l < data.txt > count.txt"]
     snapshot = Snapshot.load(tmp_path / "snapshots", episode.snapshot_id)
     for _ in range(2):  # the same start, the same commands, the same verifier result, every time
@@ -221,8 +225,8 @@ async def test_secrets_in_executor_text_keep_the_episode_out_of_exports(
     server.enqueue(text="ok", model="planner")
     await turn(agent, "do it")
     [episode_id] = executor_episodes(store)
-    assert store.executor_episode(episode_id).contains_secret
-    stored_text = json.dumps([c.messages for c in store.calls(episode_id)])
+    assert store.trajectories.executor_episode(episode_id).contains_secret
+    stored_text = json.dumps([c.messages for c in store.trajectories.calls(episode_id)])
     assert key not in stored_text and "REDACTED" in stored_text
     report = export_trajectories(store, tmp_path / "out.jsonl", format="jsonl")
     assert (report.episodes, report.excluded_secret) == (0, 1)

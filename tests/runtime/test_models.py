@@ -8,9 +8,9 @@ goes through the openai SDK directly (openai_compatible.py), `custom_openai/...`
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
 import time
 import traceback
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 

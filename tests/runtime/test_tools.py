@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -371,7 +371,7 @@ async def test_absolute_paths_into_the_workspace_do_not_ask(sandbox: Sandbox) ->
 
 
 async def test_search_memory_is_scoped_to_the_user_and_dated(memory: MemoryStore) -> None:
-    ts = datetime(2026, 10, 1, 12, tzinfo=timezone.utc).timestamp()
+    ts = datetime(2026, 10, 1, 12, tzinfo=UTC).timestamp()
     memory.add_messages(
         [
             NewMessage("s1", "ana", "user", "My sister moved to Lisbon for a job at the aquarium", ts),
