@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from connectors.config import Config, ConfigError, ModelSlot
+from connectors.redaction import open_memory
 from memory import MemoryStore
 from runtime import (
     Agent,
@@ -59,8 +60,7 @@ def build_agent(
         judge = model_from_slot(config.models.judge, environ)
     except ModelAuthError as error:
         notes.append(f"judge off: {error}")
-    store = MemoryStore.open(config.memory.db_path)
-    store.trajectories.set_secrets(configured_secrets(config, environ))
+    store = open_memory(config, environ)
     options = SandboxOptions(
         limits=Limits(memory_bytes=config.sandbox.memory_mb << 20),
         network=config.sandbox.network,
@@ -76,7 +76,7 @@ def build_agent(
         toolbox,
         workspaces,
         judge=judge,
-        settings=AgentSettings(stream=stream),
+        settings=AgentSettings(stream=stream, command_timeout_s=config.sandbox.timeout_s),
         terminal=terminal,
     )
     return Assembled(agent, store, notes)
@@ -135,26 +135,6 @@ def _model_name(backend: ExecutorBackend) -> str:
     a loaded model with a name)."""
     model = getattr(backend, "model", None)
     return model if isinstance(model, str) else str(getattr(model, "name", backend.name))
-
-
-def configured_secrets(config: Config, environ: Mapping[str, str]) -> list[str]:
-    """Every secret the config knows of, to keep out of stored trajectories."""
-    found: list[str] = []
-    for slot in (config.models.planner, config.models.executor, config.models.judge):
-        if slot.api_key is not None:
-            found.append(slot.api_key.get_secret_value())
-        if slot.api_key_env and environ.get(slot.api_key_env):
-            found.append(environ[slot.api_key_env])
-    for secret in (
-        config.telegram.bot_token,
-        config.telegram.secret_token,
-        config.slack.bot_token,
-        config.slack.app_token,
-        config.slack.signing_secret,
-    ):
-        if secret is not None:
-            found.append(secret.get_secret_value())
-    return [value for value in dict.fromkeys(found) if len(value) >= 8]
 
 
 def _override(slot: ModelSlot, model: str | None, api_base: str | None) -> ModelSlot:

@@ -38,9 +38,9 @@ async def run_learning_cycle(
 ) -> str:
     import torch
 
+    from connectors.redaction import open_memory
     from learner import ExecutorVersions, import_tasks, report_cycle, synthetic_suite
     from learner.cycle import CycleSettings, run_cycle
-    from memory import MemoryStore
 
     settings = config.executor
     if settings.backend != "local" or settings.model_dir is None:
@@ -62,7 +62,9 @@ async def run_learning_cycle(
     say(
         f"cycle in {work_dir}: {len(train)} training tasks, {len(heldout)} held-out, starting from {current.name if current else 'the base model'}"
     )
-    with MemoryStore.open(config.memory.db_path) as store:
+    # The configured secrets redact the replays' trajectories: an episode that printed one is
+    # marked, and never becomes a training row (the report counts it).
+    with open_memory(config) as store:
         result = await run_cycle(
             Path(settings.model_dir), train, heldout, store, work_dir, versions,
             CycleSettings(iterations=iterations, seed=int(day), deadline=time.time() + minutes * 60),

@@ -73,6 +73,11 @@ class CycleResult:
     version: Version | None
     adapter_dir: Path
 
+    @property
+    def secret_episodes(self) -> int:
+        """Replayed episodes left out of training because they held a secret."""
+        return sum(step.secret_episodes for step in self.steps)
+
 
 async def run_cycle(
     model_dir: Path,
@@ -111,7 +116,11 @@ async def run_cycle(
         sampler.record((a.task_id, a.reward) for a in attempts)
         reward = sum(a.reward for a in attempts) / len(attempts)
         rewards.append((iteration, reward))
-        rows = build_rows(store.trajectories.read(since=started, split="train"), settings.rows)
+        # Episodes that printed a secret are marked as they are recorded, and never read back.
+        withheld = store.trajectories.secret_marked_count(since=started, split="train")
+        rows = build_rows(
+            store.trajectories.read(since=started, split="train"), settings.rows, secret_withheld=withheld
+        )
         metrics = trainer.step(rows)
         steps.append(metrics)
         if on_iteration is not None:

@@ -10,6 +10,10 @@ samples batches (LocalBackend), model calls that wait together go as one batch
 (learner/batching.py), across tasks and turns. A row's draws depend only on its seed, so the
 results do not depend on how calls were batched (batched arithmetic aside).
 Nothing asks a person here: commands the policy wants approved are declined.
+The commands are a model's, so every attempt runs in an isolating sandbox: `sandbox = "auto"`
+is resolved once per replay to the strongest backend that works here (docker, then bwrap),
+SandboxUnavailable when none does; `local` only when the operator names it, with an
+IsolationWarning. Each episode records the backend it ran in.
 `as_served(settings)` is how held-out tasks are replayed: with constrained sampling.
 """
 
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learner.batching import BatchSampler, GroupBatcher
-from learner.tasks import Task, task_snapshot, verify
+from learner.tasks import Task, isolating_backend, task_snapshot, verify
 from memory import MemoryStore
 from runtime import BackendName, Snapshot, open_sandbox
 from runtime.executor import ExecutorBackend, SamplingParams
@@ -37,7 +41,7 @@ LEARNER_USER = "learner"
 @dataclass(frozen=True)
 class ReplaySettings:
     group_size: int = 8
-    sandbox: BackendName = "local"
+    sandbox: BackendName = "auto"  # "local" runs model-written commands unisolated: only by choice
     seed: int = 0
     concurrent_tasks: int = 4  # tasks replayed at once: at most this x group_size sandboxes
     executor: ExecutorSettings = field(
@@ -77,6 +81,7 @@ async def replay(
     label: str,
 ) -> list[Attempt]:
     """Every task `settings.group_size` times; the attempts in task order."""
+    settings = replace(settings, sandbox=await isolating_backend(settings.sandbox))
     batcher = GroupBatcher(backend) if isinstance(backend, BatchSampler) else None
     slots = asyncio.Semaphore(max(1, settings.concurrent_tasks))
 

@@ -40,6 +40,7 @@ class CycleSummary:
     gate: GateDecision
     previous: str | None  # the version current before this cycle (None: the base model)
     version: str | None  # the version promoted, None when the gate refused
+    secret_episodes: int = 0  # replayed episodes left out of training for holding a secret
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def report_cycle(
         gate=result.decision,
         previous=previous,
         version=None if result.version is None else result.version.name,
+        secret_episodes=result.secret_episodes,
     )
     progress = Progress(
         heldout=[(0.0, result.current.success), (1.0, result.candidate.success)],
@@ -149,6 +151,10 @@ def summary_text(summary: CycleSummary, plot: Path | None = None) -> str:
         f"{gate.parse_failures[0]} -> {gate.parse_failures[1]}, timeouts {gate.timeouts[0]} -> "
         f"{gate.timeouts[1]}.",
     ]
+    if summary.secret_episodes:
+        parts.append(
+            f"{summary.secret_episodes} replayed episodes printed a secret and were left out of training."
+        )
     if summary.version is not None:
         parts.append(f"Promoted as {summary.version}; {previous} is kept for `temper executor rollback`.")
     else:

@@ -19,6 +19,9 @@ completion (`RecordedCall.extends_previous`); where it does not, a new row start
 call's full prompt, and `stats.mismatches` counts the cause (memory's MISMATCH_CAUSES).
 
 Rules, in the order they apply:
+- Episodes that held a secret are refused (`secret_episodes`): their token ids may spell it, and
+  ids cannot be redacted. `store.trajectories.read()` never yields them; the caller passes how
+  many it held back (`secret_withheld`), so the count covers both.
 - Only training episodes count: held-out ones are refused (counted, never trained on), as are
   episodes without a reward or a group.
 - An episode's score is its reward minus `parse_failure_penalty` for each reply that was not a
@@ -113,6 +116,7 @@ class Row:
 class RowStats:
     episodes: int = 0  # given
     trained_episodes: int = 0  # with at least one row in the batch
+    secret_episodes: int = 0  # refused: they held a secret (marked in memory)
     heldout_episodes: int = 0  # refused: held-out episodes are never trained on
     unrewarded_episodes: int = 0
     ungrouped_episodes: int = 0
@@ -145,13 +149,18 @@ class RowBatch:
     stats: RowStats
 
 
-def build_rows(trajectories: Iterable[Trajectory], settings: RowSettings) -> RowBatch:
-    stats = RowStats()
+def build_rows(
+    trajectories: Iterable[Trajectory], settings: RowSettings, *, secret_withheld: int = 0
+) -> RowBatch:
+    """`secret_withheld`: secret-marked episodes the source left out before they got here."""
+    stats = RowStats(secret_episodes=secret_withheld)
     groups: dict[str, list[Trajectory]] = {}
     for trajectory in trajectories:
         episode = trajectory.episode
         stats.episodes += 1
-        if episode.split == "heldout":
+        if episode.contains_secret:
+            stats.secret_episodes += 1
+        elif episode.split == "heldout":
             stats.heldout_episodes += 1
         elif episode.reward is None:
             stats.unrewarded_episodes += 1

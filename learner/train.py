@@ -118,6 +118,7 @@ class StepMetrics:
     trained_tokens: int  # mask == 1
     grad_norm: float  # before clipping, the last update's
     seconds: float
+    secret_episodes: int = 0  # the batch's episodes left out for holding a secret
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,6 +130,7 @@ class StepMetrics:
             f"kl {self.approx_kl:.5f}  kl_ref {kl_ref}  clip {self.clip_fraction:.3f}  "
             f"entropy {self.entropy:.3f}  zero_var {self.zero_variance_fraction:.2f}  "
             f"rows {self.rows}  tokens {self.tokens}  {self.seconds * 1000:.0f} ms"
+            + (f"  secret episodes left out {self.secret_episodes}" if self.secret_episodes else "")
         )
 
 
@@ -207,6 +209,7 @@ class GRPOTrainer:
             trained_tokens=stats.trained_tokens,
             grad_norm=grad_norm,
             seconds=time.perf_counter() - started,
+            secret_episodes=stats.secret_episodes,
         )
 
     def _accumulate(self, micro: MicroBatch, old: torch.Tensor | None, totals: _Totals) -> torch.Tensor:

@@ -10,7 +10,8 @@ from .hybrid import VectorIndex
 from .inbox import InboxDepth, InboxItem, Reply
 from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
-from .secrets import mask, redact
+from .redaction import is_secret_name
+from .secrets import Redaction, Redactor, mask, redact
 from .store import MemoryStore
 from .token_arrays import common_prefix, common_prefix_of
 from .trajectory_export import ExportReport, export_trajectories
@@ -44,6 +45,8 @@ __all__ = [
     "PairingCode",
     "PairingError",
     "RecordedCall",
+    "Redaction",
+    "Redactor",
     "Reply",
     "SearchHit",
     "SentenceEmbedder",
@@ -62,6 +65,7 @@ __all__ = [
     "export_jsonl",
     "export_trajectories",
     "import_jsonl",
+    "is_secret_name",
     "mask",
     "redact",
 ]

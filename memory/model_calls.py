@@ -100,9 +100,10 @@ def record_call(
     if db.execute("select 1 from episodes where id = ?", (episode_id,)).fetchone() is None:
         raise UnknownRecordError(f"no episode with id {episode_id}")
     index, previous = _previous(db, log, episode_id, call.role)
-    text, found = log.redactor.text(call.text)
+    redaction = log.redactor.text(call.text)
+    text = redaction.text
     canonical, digests, found_in_messages = _redact_messages(log.redactor, call.messages, previous)
-    if found or found_in_messages:
+    if redaction.found or found_in_messages:
         db.execute("update episodes set contains_secret = 1 where id = ?", (episode_id,))
     prompt = token_arrays.ids(call.prompt_ids)
     completion = token_arrays.ids(call.completion_ids)

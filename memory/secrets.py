@@ -3,29 +3,39 @@
 `mask(secret)` is how a secret is shown to people (an error message, `temper doctor`): its kind
 when it has a well-known public prefix, and at most its last four characters.
 
-`redact(text, extra_secrets)` replaces every secret it finds with `[REDACTED:<kind>]` and says
-which kinds it found. Two sources of secrets:
+`redact(text, secrets)` replaces every secret it finds with `[REDACTED:<kind>]`: a `Redaction`
+of the new text, the kinds found and how many secrets it replaced. `Redactor.for_secrets(secrets)`
+does the same with the configured secrets compiled once (`.text`, and `.value` for JSON-like
+data). This is temper's one redactor: trajectories as they are recorded, exports, model error
+messages and the learner all use it, and the command policy uses its vocabulary of secret names.
+Two sources of secrets:
 
-- configured secrets: exact strings the operator's config holds (API keys, bot tokens),
-  handed to the store or exporter; kind `configured`. Strings shorter than
-  MIN_CONFIGURED_CHARS are ignored: redacting them would eat ordinary words;
-- common key shapes, below in SHAPES: OpenAI and Anthropic keys, AWS access key ids and
-  secret-looking 40-character base64 strings, GitHub and Slack tokens, Telegram bot tokens,
-  PEM private keys, passwords in URLs and `password=` assignments.
+- configured secrets: exact strings the operator's config holds (API keys, bot tokens), handed
+  to the store or exporter, replaced wherever they appear; kind `configured`. Strings shorter
+  than MIN_CONFIGURED_CHARS are ignored: redacting them would eat ordinary words;
+- detected secrets (memory/redaction/): detect-secrets' provider plugins and keyword detector,
+  temper's own key formats (`hf_`, `AIza`, `xai-`, `gsk_`, `glpat-`, `sk_live_`, ...), values
+  given to secret-sounding names (`API_KEY=`, `"api_key": "..."`, `password: x`, `--token`),
+  bearer and basic credentials, passwords in URLs and on command lines, private key blocks.
 
-Invariants: the output never contains a configured secret or a match of SHAPES (a
-replacement marker matches none of them), and redacting redacted text changes nothing.
-Patterns lean towards finding: a false positive costs an episode its place in the training
-data (see trajectories.py), a false negative leaks a key into every export.
+Invariants: the output holds no configured secret and nothing a detector finds (a replacement
+marker matches no detector), and redacting redacted text changes nothing. Detection leans
+towards finding: a false positive costs an episode its place in the training data (see
+trajectories.py), a false negative leaks a key into every export. tests/security/secret_corpus.py
+measures both; docs/security.md has the figures.
 """
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Protocol
+
+from .redaction import Detector, Span, detectors
 
 MIN_CONFIGURED_CHARS = 6
 MARKER = "[REDACTED:{kind}]"
+_MARKERS = re.compile(r"\[REDACTED:\w+\]")
 MIN_MASKED_TAIL_CHARS = 12  # a shorter secret's last four characters give away too much of it
 # Public prefixes that name a key's kind (OpenAI-style "sk-", Groq, xAI, Slack): `mask` shows
 # these, and no other start of a secret.
@@ -51,141 +61,98 @@ def mask(secret: str | WrappedSecret | None) -> str:
 
 
 @dataclass(frozen=True)
-class Shape:
-    """One kind of secret: a pattern, the group it replaces (0: the whole match), an optional
-    second look at a match that the pattern alone cannot decide, and `hints`: lower-case
-    strings one of which any match contains. Most text holds no hint, and a substring test
-    is ~50x cheaper than a regex scan that starts with a look-behind or a character class."""
-
-    kind: str
-    pattern: re.Pattern[str]
-    group: int = 0
-    accept: Callable[[str], bool] | None = None
-    hints: tuple[str, ...] = ()
-
-
-def _mixed_case_and_digit(candidate: str) -> bool:
-    # The shape of an AWS secret access key. Lower-case hex (git and SHA-1 hashes) and
-    # ordinary words never have all three.
-    return (
-        any(c.isupper() for c in candidate)
-        and any(c.islower() for c in candidate)
-        and any(c.isdigit() for c in candidate)
-    )
-
-
-_NOT_A_VALUE = r"(?![$<{%\[])"  # `$VAR`, `<placeholder>`, `{template}`, `[REDACTED:...]`
-
-# Order matters where shapes overlap: `sk-ant-` before `sk-`, whole PEM blocks first.
-SHAPES: tuple[Shape, ...] = (
-    Shape(
-        "private_key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
-            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
-        ),
-        hints=("private key",),
-    ),
-    Shape("anthropic_key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"), hints=("sk-ant-",)),
-    Shape(
-        "openai_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), hints=("sk-",)
-    ),
-    Shape(
-        "github_token",
-        re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-        hints=("gh", "github_pat_"),
-    ),
-    Shape("slack_token", re.compile(r"(?<![\w-])xox[abpr]-[A-Za-z0-9-]{10,}"), hints=("xox",)),
-    Shape("telegram_token", re.compile(r"(?<![\w:-])\d{8,10}:[A-Za-z0-9_-]{35}(?![\w-])")),
-    Shape(
-        "aws_access_key",
-        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-        hints=("akia", "asia"),
-    ),
-    Shape(
-        "aws_secret_key",
-        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
-        accept=_mixed_case_and_digit,
-    ),
-    Shape(
-        "url_password",
-        re.compile(rf"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:{_NOT_A_VALUE}([^\s/@]+)@"),
-        1,
-        hints=("://",),
-    ),
-    Shape(
-        "password",
-        re.compile(rf"\b\w*(?i:passw(?:or)?d|pwd)={_NOT_A_VALUE}([^\s&#'\";,]+)"),
-        1,
-        hints=("passw", "pwd"),
-    ),
-    Shape(
-        "password",
-        re.compile(rf'"\w*(?i:passw(?:or)?d|pwd)"\s*:\s*"{_NOT_A_VALUE}([^"]+)"'),
-        1,
-        hints=("passw", "pwd"),
-    ),
-)
+class Redaction:
+    text: str  # with every secret replaced by its marker
+    kinds: tuple[str, ...]  # what was found, sorted: `configured`, `openai_key`, ...
+    found: int  # how many secrets were replaced
 
 
 @dataclass(frozen=True)
 class Redactor:
     """`redact` with a fixed set of configured secrets, compiled once."""
 
-    configured: re.Pattern[str] | None
+    configured: re.Pattern[str] | None = None
 
     @classmethod
     def for_secrets(cls, secrets: Iterable[str]) -> "Redactor":
         kept = sorted({s for s in secrets if len(s) >= MIN_CONFIGURED_CHARS}, key=len, reverse=True)
         return cls(re.compile("|".join(map(re.escape, kept))) if kept else None)
 
-    def text(self, text: str) -> tuple[str, set[str]]:
-        found: set[str] = set()
+    def text(self, text: str) -> Redaction:
+        found = 0
+        kinds: set[str] = set()
         if self.configured is not None:
-            text, count = self.configured.subn(MARKER.format(kind="configured"), text)
-            if count:
-                found.add("configured")
-        lowered = text.lower()
-        for shape in SHAPES:
-            if not shape.hints or any(hint in lowered for hint in shape.hints):
-                text = _substitute(shape, text, found)
-        return text, found
+            text, found = self.configured.subn(MARKER.format(kind="configured"), text)
+            if found:
+                kinds.add("configured")
+        spans = _merged(_detected(text)) if text else []
+        if spans:
+            parts, last = [], 0
+            for start, end, kind in spans:
+                parts += [text[last:start], MARKER.format(kind=kind)]
+                kinds.add(kind)
+                last = end
+            text = "".join(parts) + text[last:]
+        return Redaction(text, tuple(sorted(kinds)), found + len(spans))
 
-    def value(self, value: Any) -> tuple[Any, set[str]]:
-        """Redact every string inside JSON-like data (dicts, lists, strings); keys stay as they are."""
+    def value(self, value: Any) -> tuple[Any, frozenset[str]]:
+        """Every string inside JSON-like data (dicts, lists, strings) redacted, and the kinds
+        found. Keys stay as they are, and say what their value is: `{"api_key": "..."}`."""
+        from .redaction.context import judge
+
         found: set[str] = set()
 
-        def walk(item: Any) -> Any:
+        def walk(item: Any, key: object = None) -> Any:
             if isinstance(item, str):
-                redacted, kinds = self.text(item)
-                found.update(kinds)
-                return redacted
+                if isinstance(key, str) and item and judge(item, key, 0, len(item), quoted=True):
+                    found.add("secret_assignment")
+                    return MARKER.format(kind="secret_assignment")
+                redaction = self.text(item)
+                found.update(redaction.kinds)
+                return redaction.text
             if isinstance(item, dict):
-                return {key: walk(inner) for key, inner in item.items()}
+                return {name: walk(inner, name) for name, inner in item.items()}
             if isinstance(item, (list, tuple)):
                 return [walk(inner) for inner in item]
             return item
 
-        return walk(value), found
+        return walk(value), frozenset(found)
 
 
-def redact(text: str, extra_secrets: Iterable[str] = ()) -> tuple[str, list[str]]:
-    """`text` with every secret replaced by `[REDACTED:<kind>]`, and the kinds found (sorted)."""
-    redacted, found = Redactor.for_secrets(extra_secrets).text(text)
-    return redacted, sorted(found)
+def redact(text: str, secrets: Iterable[str] = ()) -> Redaction:
+    """`text` with every secret (configured or detected) replaced by `[REDACTED:<kind>]`."""
+    return Redactor.for_secrets(secrets).text(text)
 
 
-def _substitute(shape: Shape, text: str, found: set[str]) -> str:
-    marker = MARKER.format(kind=shape.kind)
+def _detected(text: str) -> list[Span]:
+    lowered = text.lower()
+    hints, plan = _plan()
+    present = {hint for hint in hints if hint in lowered}
+    spans: list[Span] = []
+    for detector, wanted in plan:
+        if not wanted or not present.isdisjoint(wanted):
+            spans.extend(detector.spans(text))
+    if spans and "[redacted:" in lowered:  # what is redacted already stays as it is
+        markers = [match.span() for match in _MARKERS.finditer(text)]
+        spans = [s for s in spans if not any(s[0] < end and start < s[1] for start, end in markers)]
+    return spans
 
-    def replace(match: re.Match[str]) -> str:
-        whole = match.group(0)
-        if shape.accept is not None and not shape.accept(match.group(shape.group)):
-            return whole
-        found.add(shape.kind)
-        if shape.group == 0:
-            return marker
-        start = match.start()
-        return whole[: match.start(shape.group) - start] + marker + whole[match.end(shape.group) - start :]
 
-    return shape.pattern.sub(replace, text)
+@cache
+def _plan() -> tuple[tuple[str, ...], list[tuple[Detector, frozenset[str]]]]:
+    """Every detector with its hints, and every hint once: one substring test each per text."""
+    plan = [(detector, frozenset(detector.hints)) for detector in detectors()]
+    return tuple(sorted({hint for _, wanted in plan for hint in wanted})), plan
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Overlapping spans as one, in order; the kind of the one that starts first (the longest
+    of those that start together)."""
+    merged: list[Span] = []
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start < merged[-1][1]:
+            first_start, first_end, first_kind = merged[-1]
+            merged[-1] = (first_start, max(first_end, end), first_kind)
+        else:
+            merged.append((start, end, kind))
+    return merged

@@ -6,7 +6,8 @@ sandbox, snapshot, verifier, secret mark, parse failures, timeouts); its model c
 
 Invariants:
 - text (the task, the verifier, each call's completion and messages) is redacted before it is
-  stored, with the configured secrets (`set_secrets`) as well as the known shapes of keys;
+  stored (memory/secrets.py), with the configured secrets (`set_secrets`) as well as every
+  secret the detectors find;
   when redaction found anything, the episode is marked `contains_secret`, since its token ids
   cannot be redacted, and it never leaves through `read()` (listings flag it instead);
 - one transaction per call recorded; the cache of each role's last sequence is updated only
@@ -73,10 +74,11 @@ class Trajectories:
             if split not in SPLITS:
                 raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
             redactor = self._log.redactor
-            task, found = redactor.text(task)
+            redacted = redactor.text(task)
+            task, found = redacted.text, redacted.found
             if verifier is not None:
-                verifier, found_in_verifier = redactor.text(verifier)
-                found |= found_in_verifier
+                redacted = redactor.text(verifier)
+                verifier, found = redacted.text, found + redacted.found
             db.execute(
                 "insert into episodes(kind, task, split, group_id, sandbox_backend, snapshot_id, snapshot_bytes,"
                 " verifier, session_id, user_id, parent_episode_id, contains_secret, created_at)"

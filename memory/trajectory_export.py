@@ -98,7 +98,7 @@ class _Counter:
         texts = [episode.task, episode.verifier or ""] + [call.text for call in trajectory.calls]
         # Calls of a role share their leading message objects: look at each one once.
         messages = list({id(m): m for call in trajectory.calls for m in call.messages}.values())
-        return any(self.redactor.text(text)[1] for text in texts) or bool(self.redactor.value(messages)[1])
+        return any(self.redactor.text(text).found for text in texts) or bool(self.redactor.value(messages)[1])
 
 
 def call_row(trajectory: Trajectory, call: RecordedCall) -> dict[str, Any]:

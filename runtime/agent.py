@@ -59,6 +59,7 @@ class AgentSettings:
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     judge_turns_without_tools: bool = False
     stream: bool = True  # ReplyDelta events as text arrives (litellm streaming costs ~8 ms more a call)
+    command_timeout_s: float | None = None  # the ceiling of any command's timeout ([sandbox] timeout_s)
 
 
 @dataclass
@@ -262,6 +263,7 @@ class Agent:
             allowed_rules=standing[0],
             allowed_commands=standing[1],
             terminal=self.terminal,
+            command_timeout_s=self.settings.command_timeout_s,
         )
         return context
 

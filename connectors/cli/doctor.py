@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 from pydantic import SecretStr
@@ -34,6 +35,9 @@ from connectors.config import (
     mask,
     resolve_config_path,
 )
+
+if TYPE_CHECKING:
+    from runtime import BackendStatus
 
 
 class Status(StrEnum):
@@ -157,11 +161,13 @@ def _connector(name: str, enabled: bool, tokens: Mapping[str, SecretStr | None])
 
 
 async def check_sandboxes(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
-    """Each sandbox backend's own probe (runtime.available_backends), strongest first."""
+    """Each sandbox backend's own probe (runtime.available_backends), strongest first, then
+    which one is the strongest that works: a warning when that is `local` (or none)."""
     from runtime import available_backends
 
+    statuses = await available_backends()
     results = []
-    for status in await available_backends():
+    for status in statuses:
         required = config.sandbox.backend == status.name
         if status.name == "local":
             if required:
@@ -177,7 +183,7 @@ async def check_sandboxes(config: Config, environ: Mapping[str, str]) -> list[Ch
             results.append(CheckResult(status.name, Status.OK, status.detail))
         else:
             results.append(_sandbox(status.name, required, status.detail))
-    return results
+    return [*results, _strongest_sandbox(config, statuses)]
 
 
 async def check_model_endpoints(config: Config, environ: Mapping[str, str]) -> list[CheckResult]:
@@ -273,6 +279,23 @@ def _sandbox(name: str, required: bool, detail: str) -> CheckResult:
     if required:
         return CheckResult(name, Status.FAIL, f"{detail}; it is sandbox.backend")
     return CheckResult(name, Status.WARN, detail)
+
+
+def _strongest_sandbox(config: Config, statuses: Sequence[BackendStatus]) -> CheckResult:
+    strongest = next((status.name for status in statuses if status.available), None)
+    if strongest not in (None, "local"):
+        return CheckResult("sandbox", Status.OK, f"strongest available: {strongest}")
+    consequence = (
+        "sandbox.backend = 'auto' will refuse to run commands"
+        if config.sandbox.backend == "auto"
+        else "commands can only run WITHOUT isolation"
+    )
+    return CheckResult(
+        "sandbox",
+        Status.WARN,
+        f"the strongest sandbox that works here is {strongest or 'none'}: {consequence}; "
+        "install bubblewrap (apt-get install bubblewrap) or start Docker with the temper-sandbox image",
+    )
 
 
 def _short(error: object, limit: int = 200) -> str:

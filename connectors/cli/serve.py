@@ -1,10 +1,16 @@
 """`temper serve ...`: temper's own model servers.
 
   temper serve executor --model DIR [--host 127.0.0.1] [--port 8000] [--lora NAME=PATH ...]
+                        [--adapter-root DIR] [--insecure]
 
 serves a Hugging Face model directory (the executor, e.g. one made by `build_tiny_model`) as an
 OpenAI-compatible server speaking the subset of vLLM's API that temper uses: token ids, logprobs
 and runtime LoRA loading (runtime/executor/server.py). Point the executor slot at it like at vLLM.
+
+Access: on a host other than loopback it refuses to start without an API key (the option, or
+TEMPER_EXECUTOR_API_KEY, which keeps it out of the process list), unless `--insecure` says to,
+which it repeats as a warning. /v1/load_lora_adapter loads only from the adapter root: by
+default the executor's versions directory under the config's data dir, where promotions land.
 
 Lifecycle: load the model, bind, print one line `serving MODEL as NAME on URL`, serve until
 SIGINT or SIGTERM; the first signal stops accepting and lets requests in flight finish, a second
@@ -14,6 +20,7 @@ one exits at once. torch and friends are imported only when the command runs.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import signal
@@ -22,14 +29,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from connectors.cli.context import get_config
+
 if TYPE_CHECKING:
     from runtime.executor import ExecutorServer
 
 app = typer.Typer(help="Serve temper's models over HTTP.", no_args_is_help=True)
+API_KEY_ENV = "TEMPER_EXECUTOR_API_KEY"  # where the key is read from, out of the process list
 
 
 @app.command()
 def executor(
+    ctx: typer.Context,
     model: Annotated[
         Path, typer.Option("--model", help="Model directory (Hugging Face format, with tokenizer).")
     ],
@@ -48,7 +59,27 @@ def executor(
     threads: Annotated[int, typer.Option(help="torch threads on CPU.", min=1)] = 1,
     api_key: Annotated[
         str | None,
-        typer.Option(envvar="TEMPER_EXECUTOR_API_KEY", help="Require this bearer key on /v1/ requests."),
+        typer.Option(
+            envvar=API_KEY_ENV,
+            show_envvar=False,  # said in the help, with why
+            help=f"Require 'Authorization: Bearer <key>' on every request. Prefer setting {API_KEY_ENV}: "
+            "an option shows in the process list. Needed on any host but loopback.",
+        ),
+    ] = None,
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure",
+            help="Serve a host other than loopback without an API key: anyone who reaches the port "
+            "can use the model.",
+        ),
+    ] = False,
+    adapter_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="The only directory /v1/load_lora_adapter loads from "
+            "(default: <data_dir>/executor/versions, where the learner promotes versions).",
+        ),
     ] = None,
     access_log: Annotated[bool, typer.Option(help="Log each request to stderr.")] = True,
 ) -> None:
@@ -57,6 +88,12 @@ def executor(
         typer.echo(f"temper serve executor: {model} is not a directory: give a model directory", err=True)
         raise typer.Exit(2)
     adapters = [_adapter_option(option) for option in lora or []]
+    api_key = api_key or None
+    _check_access(host, port, api_key, insecure)
+    if adapter_root is None:
+        from learner.versions import ExecutorVersions
+
+        adapter_root = ExecutorVersions(get_config(ctx).data_dir).versions_dir
     if access_log:
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     asyncio.run(
@@ -70,6 +107,7 @@ def executor(
             dtype,
             threads,
             api_key,
+            adapter_root,
             access_log,
         )
     )
@@ -85,6 +123,7 @@ async def _serve(
     dtype: str | None,
     threads: int,
     api_key: str | None,
+    adapter_root: Path,
     access_log: bool,
 ) -> None:
     from runtime.executor import ExecutorError, ExecutorServer, LocalModel
@@ -99,7 +138,13 @@ async def _serve(
         typer.echo(f"temper serve executor: {error}", err=True)
         raise typer.Exit(1) from None
     server = ExecutorServer(
-        model, host=host, port=port, served_name=served_name, api_key=api_key, access_log=access_log
+        model,
+        host=host,
+        port=port,
+        served_name=served_name,
+        api_key=api_key,
+        adapter_root=adapter_root,
+        access_log=access_log,
     )
     try:
         await server.start()
@@ -143,3 +188,35 @@ def _adapter_option(option: str) -> tuple[str, Path]:
     if not separator or not name or not path:
         raise typer.BadParameter(f"{option!r}: write NAME=PATH, like v3=/adapters/v3", param_hint="--lora")
     return name, Path(path)
+
+
+def _check_access(host: str, port: int, api_key: str | None, insecure: bool) -> None:
+    """Refuse an open server on a host other than loopback, unless `insecure`: then warn."""
+    if api_key is not None or _is_loopback(host):
+        return
+    if not insecure:
+        typer.echo(
+            f"temper serve executor: refusing to serve {host} without an API key: anyone who "
+            f"can reach port {port} could use the model. Set {API_KEY_ENV} to a long random key "
+            f"(export {API_KEY_ENV}=$(openssl rand -hex 32)) and give clients the same key "
+            f'([models.executor] api_key_env = "{API_KEY_ENV}"); or bind --host 127.0.0.1; '
+            "or pass --insecure to serve it open anyway.",
+            err=True,
+        )
+        raise typer.Exit(2)
+    typer.echo(
+        f"WARNING: --insecure: serving {host}:{port} with no API key. Anyone who can reach "
+        "this port can run the model and swap its adapters.",
+        err=True,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only. A name other than localhost counts as
+    exposed: it may resolve to anything."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -113,7 +114,7 @@ def _find(directory: Path, split: Split) -> ImportedTasks:
 async def _check_all(config: Config, tasks: list[Task], jobs: int) -> list[TaskCheck]:
     """Check `tasks` in the configured sandbox backend (resolved once: "auto" probes)."""
     from learner.tasks import check_tasks
-    from runtime.sandbox import Limits, SandboxOptions, SandboxUnavailable, choose_backend
+    from runtime.sandbox import IsolationWarning, Limits, SandboxOptions, SandboxUnavailable, choose_backend
 
     settings = config.sandbox
     options = SandboxOptions(limits=Limits(memory_bytes=settings.memory_mb << 20), network=settings.network)
@@ -125,7 +126,9 @@ async def _check_all(config: Config, tasks: list[Task], jobs: int) -> list[TaskC
     if chosen.warning:
         typer.echo(f"warning: {chosen.warning}", err=True)
     typer.echo(f"{'task':<28} {'reference':<9} {'empty':<6} {'sound':<5} {'seconds':>7}")
-    return await check_tasks(tasks, cast("BackendName", chosen.name), options, jobs=jobs, on_result=_row)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolationWarning)  # said once, above
+        return await check_tasks(tasks, cast("BackendName", chosen.name), options, jobs=jobs, on_result=_row)
 
 
 def _indent(text: str) -> str:

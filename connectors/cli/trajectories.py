@@ -72,23 +72,6 @@ def _filter(
         raise typer.BadParameter(str(error)) from None
 
 
-def configured_secrets(config: Any) -> list[str]:
-    """Every secret the config holds (API keys, bot tokens), wherever it sits."""
-    from pydantic import BaseModel, SecretStr
-
-    found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, SecretStr):
-            found.append(value.get_secret_value())
-        elif isinstance(value, BaseModel):
-            for name in type(value).model_fields:
-                walk(getattr(value, name))
-
-    walk(config)
-    return found
-
-
 @app.command("list")
 def list_(
     ctx: typer.Context,
@@ -272,6 +255,7 @@ def export(
     ] = None,
 ) -> None:
     """One row per model call with its full prompt ids, completion ids and logprobs."""
+    from connectors.redaction import configured_secrets
     from memory import export_trajectories
 
     chosen = format or ("parquet" if file.suffix == ".parquet" else "jsonl")

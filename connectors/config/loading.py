@@ -17,7 +17,9 @@ Layers, later wins:
 Invariants: secrets (``SECRET_KEYS``) are held as ``SecretStr``, refused in config.toml, and never
 shown in full by a repr, an error or ``temper doctor`` (``mask`` shows at most the last four
 characters). Every problem is a ``ConfigError`` whose lines each say which key is wrong, what was
-given, what would be right, and which file or variable set it.
+given, what would be right, and which file or variable set it. A key temper no longer has
+(``RETIRED_KEYS``) is dropped when it holds what is now simply how temper works, and is a problem
+saying why it went otherwise.
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ from memory import mask
 ENV_PREFIX = "TEMPER_"
 CONFIG_PATH_ENV = "TEMPER_CONFIG"
 SECRETS_PATH_ENV = "TEMPER_SECRETS"
+# Keys temper no longer has, with the value that is now simply how temper works, and why they
+# went. A config that still sets one to that value loads as before (`temper init` wrote
+# `search_scope = "user"`); any other value is a problem, never a setting silently ignored.
+RETIRED_KEYS: dict[tuple[str, ...], tuple[object, str]] = {
+    ("memory", "search_scope"): (
+        "user",
+        "the agent's memory search is always the asking user's own, so one person's "
+        "conversations never reach another's prompt (`temper memory search` without --user is "
+        "the operator's search across everyone); delete the line",
+    ),
+}
 # Shown masked in error messages: secrets, and api_key_env, where a pasted key is a common mistake.
 MASKED_IN_ERRORS = SECRET_KEYS | {"api_key_env"}
 
@@ -111,15 +124,36 @@ def load_config(
     env_layers = environment_layers(env)
     layers = [*file_layers, *_api_key_layers([*file_layers, *env_layers], env), *env_layers]
     merged, sources = _merge(layers)
+    problems = _drop_retired_keys(merged, sources)
     try:
         config = Config.model_validate(merged)
     except ValidationError as exc:
         # `from None`: the pydantic error quotes inputs in full, secrets included.
-        problems = [describe(error, Config, sources, MASKED_IN_ERRORS) for error in exc.errors()]
+        problems += [describe(error, Config, sources, MASKED_IN_ERRORS) for error in exc.errors()]
         raise ConfigError(problems) from None
-    if problems := _unmet_requirements(config, sources):
+    problems += _unmet_requirements(config, sources)
+    if problems:
         raise ConfigError(problems)
     return config
+
+
+def _drop_retired_keys(merged: dict[str, Any], sources: Mapping[tuple[str, ...], str]) -> list[str]:
+    """Take the retired keys out of ``merged``; a problem for each one set to anything but its
+    harmless value."""
+    problems = []
+    for key, (harmless, why) in RETIRED_KEYS.items():
+        *tables, name = key
+        table: object = merged
+        for part in tables:
+            table = table.get(part) if isinstance(table, dict) else None
+        if not isinstance(table, dict) or name not in table:
+            continue
+        value = table.pop(name)
+        if value != harmless:
+            problems.append(
+                f"{dotted(key)}: was removed, and {value!r} is not possible: {why} ({sources[key]})"
+            )
+    return problems
 
 
 def _unmet_requirements(config: Config, sources: Mapping[tuple[str, ...], str]) -> list[str]:

@@ -100,6 +100,10 @@ A bad value is an error that names the key, the value given, what would be right
 models.planner.temperature: must be a number between 0 and 2, got 'hot' (set in /home/ana/.config/temper/config.toml)
 unknown key 'memroy' (did you mean 'memory'?) (set in /home/ana/.config/temper/config.toml)
 ```
+
+A key temper no longer has is refused with the reason it went, unless it holds what is now simply
+how temper works: `[memory] search_scope = "user"`, which older `temper init`s wrote, still loads
+(memory search is always the asking user's own; `"all"` is refused).
 """
 
 

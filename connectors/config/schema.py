@@ -86,7 +86,6 @@ class Section(BaseModel):
 
 class MemoryConfig(Section):
     db_path: Path = Field(Path("temper.db"), description="a file path (relative: inside data_dir)")
-    search_scope: Literal["user", "all"] = Field("user", description="'user' or 'all'")
 
 
 class ModelSlot(Section):

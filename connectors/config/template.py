@@ -26,10 +26,9 @@ DEFAULT_CONFIG_TEMPLATE = """\
 # data_dir = "~/temper-data"
 
 [memory]
-# The SQLite database. A relative path is taken inside data_dir.
+# The SQLite database. A relative path is taken inside data_dir. Memory search is always the
+# asking user's own: one person's conversations never reach another's prompt.
 db_path = "temper.db"
-# Whose past conversations a memory search may see: "user" (only the asking user's) or "all".
-search_scope = "user"
 
 # Model slots. model is a litellm model string, "provider/name": "openai/gpt-4o-mini",
 # "anthropic/claude-sonnet-4-5", "ollama/qwen3:8b", "hosted_vllm/Qwen/Qwen3-8B".
@@ -71,7 +70,8 @@ fallbacks = []
 # "auto" picks the strongest backend present: docker, then bwrap. "local" runs commands as
 # plain subprocesses: the weakest isolation, used only when chosen here.
 backend = "auto"
-# Seconds one command may run before it is killed.
+# The most seconds one command may run before it is killed: the model may ask for less, never
+# more (the shell and the executor both keep to it, and say when they cut a timeout down).
 timeout_s = 120.0
 # Memory limit for the sandbox, in megabytes.
 memory_mb = 1024

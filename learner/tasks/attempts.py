@@ -5,6 +5,12 @@
     verify(task, sandbox)                 copy in the verifier's files, run the check: exit 0
     run_attempt(task, commands, backend)  a fresh sandbox, the commands, the verdict
     run_reference(task, backend)          run_attempt with the task's reference solution
+    isolating_backend(backend, options)   the backend tasks will run in, resolved once
+
+Task commands are model-written or imported (a terminal-bench `tests/test.sh` is anyone's
+script), so they run where the runtime's commands do: `auto`, the strongest isolating backend
+that works here (docker, then bwrap), and SandboxUnavailable when none does. `local` only when
+a caller names it, and then an IsolationWarning says so.
 
 Invariants: the verifier's files (a terminal-bench `tests/`) enter the workspace only when
 the verifier runs, so an attempt never sees them; the reference's files (`solution/`) only
@@ -18,18 +24,23 @@ import asyncio
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 from learner.tasks.task import FileContent, Task
 from runtime.sandbox import (
     BackendName,
     CommandResult,
+    IsolationWarning,
     Sandbox,
     SandboxOptions,
     Snapshot,
+    choose_backend,
     open_sandbox,
+    take_snapshot,
 )
 
 FIXED_MTIME = 946_684_800  # 2000-01-01: content, not the clock, names a task's snapshot
@@ -54,9 +65,7 @@ async def task_snapshot(task: Task, store: Path) -> Snapshot:
     with tempfile.TemporaryDirectory(prefix="temper-task-") as scratch:
         root = Path(scratch) / "workspace"
         await asyncio.to_thread(_materialise, task, root)
-        # The plain file copy of the local backend; nothing is run in it.
-        async with open_sandbox("local", workspace=root) as sandbox:
-            return await sandbox.snapshot(Path(store))
+        return await asyncio.to_thread(take_snapshot, root, Path(store))
 
 
 async def verify(task: Task, sandbox: Sandbox) -> bool:
@@ -64,10 +73,21 @@ async def verify(task: Task, sandbox: Sandbox) -> bool:
     return (await _check(task, sandbox)).ok
 
 
+async def isolating_backend(backend: BackendName, options: SandboxOptions | None = None) -> BackendName:
+    """The backend `backend` names here: for "auto" the strongest isolating one that works
+    (SandboxUnavailable, saying what to install, when none does); "local" only by name, warned."""
+    chosen = await choose_backend(backend, options or SandboxOptions())
+    if chosen.warning:
+        warnings.warn(
+            f"learner tasks run in the local sandbox: {chosen.warning}", IsolationWarning, stacklevel=2
+        )
+    return cast(BackendName, chosen.name)
+
+
 async def run_attempt(
     task: Task,
     commands: Iterable[str],
-    backend: BackendName = "local",
+    backend: BackendName = "auto",
     options: SandboxOptions | None = None,
     *,
     with_reference_files: bool = False,
@@ -75,6 +95,7 @@ async def run_attempt(
     """Run `commands` in a fresh sandbox started from the task's workspace, then verify."""
     started = time.perf_counter()
     transcript: list[str] = []
+    backend = await isolating_backend(backend, options)
     async with open_sandbox(backend, options=options) as sandbox:
         await prepare_workspace(task, sandbox)
         if with_reference_files:
@@ -89,7 +110,7 @@ async def run_attempt(
 
 
 async def run_reference(
-    task: Task, backend: BackendName = "local", options: SandboxOptions | None = None
+    task: Task, backend: BackendName = "auto", options: SandboxOptions | None = None
 ) -> tuple[bool, str]:
     """Run the task's reference solution in a fresh sandbox: (passed, transcript)."""
     result = await run_attempt(task, task.reference, backend, options, with_reference_files=True)

@@ -4,9 +4,10 @@ it; a task whose empty attempt passes rewards every attempt and teaches nothing.
     check_task(task, backend, options) -> TaskCheck
     check_tasks(tasks, backend, options, jobs=1, on_result=None) -> list[TaskCheck]
 
-Each run starts a fresh sandbox from the task's workspace. A task that needs its own Docker
-image (`Task.docker_needs`) is not run: its check says why. A task without a reference can
-only be shown unsound (its empty attempt passes), never sound.
+Each run starts a fresh sandbox from the task's workspace, by default in the strongest isolating
+backend (see attempts.py: a reference and a `tests/test.sh` are someone else's code). A task
+that needs its own Docker image (`Task.docker_needs`) is not run: its check says why. A task
+without a reference can only be shown unsound (its empty attempt passes), never sound.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from learner.tasks.attempts import run_attempt, run_reference
+from learner.tasks.attempts import isolating_backend, run_attempt, run_reference
 from learner.tasks.task import Task
 from runtime.sandbox import BackendName, SandboxOptions
 
@@ -41,7 +42,7 @@ class TaskCheck:
 
 
 async def check_task(
-    task: Task, backend: BackendName = "local", options: SandboxOptions | None = None
+    task: Task, backend: BackendName = "auto", options: SandboxOptions | None = None
 ) -> TaskCheck:
     """Run the reference and the empty attempt of `task`, each in a fresh sandbox."""
     started = time.perf_counter()
@@ -50,6 +51,7 @@ async def check_task(
             task, None, None, 0.0, skipped="needs its own image: " + "; ".join(task.docker_needs)
         )
     reference_passed, reference_output = None, ""
+    backend = await isolating_backend(backend, options)
     if task.has_reference:
         reference_passed, reference_output = await run_reference(task, backend, options)
     empty = await run_attempt(task, (), backend, options)
@@ -60,7 +62,7 @@ async def check_task(
 
 async def check_tasks(
     tasks: Iterable[Task],
-    backend: BackendName = "local",
+    backend: BackendName = "auto",
     options: SandboxOptions | None = None,
     *,
     jobs: int = 1,
@@ -68,6 +70,7 @@ async def check_tasks(
 ) -> list[TaskCheck]:
     """`check_task` for each task, `jobs` at a time; results in the order of `tasks`."""
     gate = asyncio.Semaphore(max(1, jobs))
+    backend = await isolating_backend(backend, options)  # "auto" probes once, not per task
 
     async def one(task: Task) -> TaskCheck:
         async with gate:

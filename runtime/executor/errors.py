@@ -11,7 +11,8 @@ ExecutorError                 an executor model call or setup that failed
 ```
 
 Messages are one line and say what to do. The HTTP server answers `ExecutorRequestError` with
-400 (404 for an unknown model) and `ExecutorLoadError` with 400 on adapter loading.
+its `status`: 400, 404 for an unknown model, 403 for an adapter path outside the server's adapter
+directory; and `ExecutorLoadError` with 400 on adapter loading.
 """
 
 from __future__ import annotations

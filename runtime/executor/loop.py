@@ -81,7 +81,7 @@ async def run_executor(
                 await stored
         messages.append({"role": "assistant", "content": completion.text})
         try:
-            action = parse_action(completion.text, settings.default_timeout_s)
+            action = parse_action(completion.text, context.command_timeout(settings.default_timeout_s))
         except ActionParseError as error:
             run.parse_failures += 1
             if failed_last:

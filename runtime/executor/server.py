@@ -19,8 +19,12 @@ Invariants:
   logged by aiohttp, and the server goes on serving too.)
 - Model work runs in worker threads, one operation at a time (`LocalModel`'s lock), so the event
   loop keeps accepting and answering `/health` and `/v1/models` while a completion runs.
-- Binds 127.0.0.1 unless told otherwise; with an `api_key`, every /v1/ request must carry
-  `Authorization: Bearer <key>`.
+- Binds 127.0.0.1 unless told otherwise; with an `api_key`, every request (/health included)
+  must carry `Authorization: Bearer <key>`, compared in constant time, or is answered 401.
+- /v1/load_lora_adapter loads only from inside `adapter_root` (in temper, the executor's
+  versions directory): the path, relative ones taken inside the root, is resolved (symlinks and
+  `..`) before it is checked, a path outside is answered 403, and without a root every load is.
+  Adapters named at start (`temper serve executor --lora`) are the operator's and not checked.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import asyncio
 import hmac
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -57,7 +62,8 @@ MAX_BODY_BYTES = 16 << 20
 
 class ExecutorServer:
     """See the module docstring. `served_name` is the base model's name on the wire (vLLM's
-    `--served-model-name`; by default the model directory as given)."""
+    `--served-model-name`; by default the model directory as given). `adapter_root` is the only
+    directory /v1/load_lora_adapter loads from (None: it loads nothing)."""
 
     def __init__(
         self,
@@ -67,13 +73,15 @@ class ExecutorServer:
         port: int = 8000,
         served_name: str | None = None,
         api_key: str | None = None,
+        adapter_root: str | Path | None = None,
         access_log: bool = False,
     ) -> None:
         self.model = model
         self.host = host
         self.served_name = served_name or model.name
         self._requested_port = port
-        self._api_key = api_key
+        self._api_key = api_key or None
+        self.adapter_root = None if adapter_root is None else Path(adapter_root).expanduser()
         self._access_log = access_log
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -172,7 +180,8 @@ class ExecutorServer:
         body = await _parse(request, LoadAdapterRequest)
         if body.lora_name == self.served_name:
             raise ExecutorRequestError(f"{body.lora_name!r} is the base model's name: choose another")
-        await asyncio.to_thread(self.model.load_adapter, body.lora_name, body.lora_path)
+        path = self._allowed_adapter_path(body.lora_path)
+        await asyncio.to_thread(self.model.load_adapter, body.lora_name, path)
         return web.Response(text=f"Success: LoRA adapter '{body.lora_name}' added successfully.")
 
     async def _unload_adapter(self, request: web.Request) -> web.Response:
@@ -182,6 +191,26 @@ class ExecutorServer:
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    def _allowed_adapter_path(self, requested: str) -> Path:
+        """`requested`, resolved, when it lies inside the adapter root; else a 403."""
+        if self.adapter_root is None:
+            raise ExecutorRequestError(
+                "this server loads no adapters over HTTP (it was started without an adapter directory)",
+                status=403,
+            )
+        root = self.adapter_root.resolve()
+        try:
+            path = (root / requested).resolve()  # an absolute `requested` replaces the root
+        except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, a symlink loop
+            raise ExecutorRequestError(f"lora_path {requested!r} is not a usable path: {exc}") from None
+        if not path.is_relative_to(root) or path == root:
+            raise ExecutorRequestError(
+                f"lora_path {requested!r} is outside {root}: this server loads adapters only from "
+                "there (the executor's versions directory)",
+                status=403,
+            )
+        return path
 
     def _adapter_for(self, model: str | None) -> str | None:
         """The adapter a request's `model` names: None for the base model."""
@@ -195,8 +224,10 @@ class ExecutorServer:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Authorisation, and every expected failure as a JSON error answer."""
-        if self._api_key and request.path.startswith("/v1/") and not self._authorised(request):
-            return _error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+        if self._api_key is not None and not _authorised(request, self._api_key):
+            answer = _error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+            answer.headers["WWW-Authenticate"] = "Bearer"
+            return answer
         try:
             return await handler(request)
         except web.HTTPException as exc:  # aiohttp's own: no such path, wrong method, too large
@@ -208,10 +239,12 @@ class ExecutorServer:
         except ExecutorLoadError as exc:
             return _error(400, str(exc))
 
-    def _authorised(self, request: web.Request) -> bool:
-        scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-        assert self._api_key is not None
-        return scheme.lower() == "bearer" and hmac.compare_digest(key.encode(), self._api_key.encode())
+
+def _authorised(request: web.Request, api_key: str) -> bool:
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    # compare_digest even when the scheme is wrong, so the answer's timing says nothing
+    matches = hmac.compare_digest(key.strip().encode(errors="surrogateescape"), api_key.encode())
+    return scheme.lower() == "bearer" and matches
 
 
 async def _parse(request: web.Request, model: type[RequestModel]) -> RequestModel:

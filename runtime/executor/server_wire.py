@@ -27,6 +27,12 @@ from runtime.executor.sampling import SampledTokens
 from runtime.executor.tokenization import ExecutorTokenizer
 
 MAX_TOP_LOGPROBS = 20
+ERROR_KINDS = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+}
 Seed = Annotated[int, Field(ge=-(2**63), lt=2**64)]
 
 
@@ -198,9 +204,7 @@ def models_body(base: str, max_positions: int, adapters: dict[str, str]) -> dict
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
-    kind = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError"}.get(
-        status, "ServerError"
-    )
+    kind = ERROR_KINDS.get(status, "ServerError")
     return {"error": {"message": message, "type": kind, "param": None, "code": status}}
 
 

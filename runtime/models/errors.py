@@ -10,20 +10,17 @@ ModelError                    a model call that produced no reply (or a bad mode
 ```
 
 Invariants: a message is one line (newlines folded, long provider text cut) and never holds an API
-key: `scrub` is applied by whoever builds a message from provider text. Errors are raised without
+key: `scrub` is applied by whoever builds a message from provider text (memory's redactor, the
+same one trajectories use, with the slot's own key shown masked). Errors are raised without
 the provider's exception chained (`from None`), so a traceback shows no third-party noise that
 could quote the request. `transient` says whether the same call may succeed if repeated.
 """
 
 from __future__ import annotations
 
-import re
-
-from memory import mask
+from memory import mask, redact
 
 MAX_MESSAGE_CHARS = 400
-# Token-shaped strings (OpenAI, Anthropic, OpenRouter, Groq styles) and bearer credentials.
-_KEYLIKE = re.compile(r"\b(?:sk|gsk|rk|xai)-[A-Za-z0-9_\-]{8,}|(?<=Bearer )\S+")
 
 
 class ModelError(Exception):
@@ -79,7 +76,8 @@ class ModelResponseError(ModelError):
 
 
 def scrub(text: str, secret: str | None) -> str:
-    """`text` with `secret`, and anything shaped like an API key, masked."""
+    """`text` with `secret` masked (`sk-…abcd`: which key was refused), and every other secret
+    redacted."""
     if secret:
         text = text.replace(secret, mask(secret))
-    return _KEYLIKE.sub(lambda match: mask(match.group(0)), text)
+    return redact(text).text

@@ -62,10 +62,13 @@ _HOME_SECRETS = (
     ".password-store/",
     ".vault-token",
     ".config/gh/hosts.yml",
-    ".config/temper/secrets.toml",
     ".bash_history",
     ".zsh_history",
 )
+# temper's own config, secrets and database: the user install (platformdirs) and the system
+# install (`temper daemon install`). The sandbox hides them; this asks before a command tries.
+_HOME_TEMPER = (".config/temper/", ".local/share/temper/")
+_ABSOLUTE_TEMPER = ("/etc/temper/", "/var/lib/temper/")
 _ABSOLUTE_SECRETS = (
     "/etc/shadow",
     "/etc/gshadow",
@@ -199,6 +202,8 @@ def credential(location: Location) -> str | None:
     path = location.path
     if _ENVIRON.match(path):
         return "a process's environment"
+    if _under(path, _ABSOLUTE_TEMPER) or _under(_relative_to_home(path), _HOME_TEMPER):
+        return "temper's own config, secrets or data"
     secret_dir = path + "/" in _ABSOLUTE_SECRETS
     if (path.startswith(_ABSOLUTE_SECRETS) or secret_dir) and not path.endswith(".pub"):
         return "system credentials"
@@ -215,6 +220,11 @@ def credential(location: Location) -> str | None:
     if _DOTENV.search(path):
         return "a .env file outside the workspace"
     return None
+
+
+def _under(path: str | None, directories: tuple[str, ...]) -> bool:
+    """Whether `path` is one of `directories` (each ending in "/") or inside one."""
+    return path is not None and any(path + "/" == d or path.startswith(d) for d in directories)
 
 
 def _relative_to_home(path: str) -> str | None:

@@ -3,7 +3,9 @@ process's environ, .env files outside the workspace, a whole home directory) and
 environment variables whose names say they hold a secret (`echo $GITHUB_TOKEN`).
 
 Commands that only name a path without reading it (ls, stat, test, mkdir, chmod, rm, ...) are
-not reads; rm and chmod have rules of their own.
+not reads; rm and chmod have rules of their own. Which variable names hold a secret is the
+redactor's vocabulary (memory's `is_secret_name`), so the policy and the redaction of
+trajectories agree on it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memory import is_secret_name
 from runtime.policy.invocation import Invocation, Script
 from runtime.policy.paths import Place, credential, is_home
 from runtime.policy.rules import finding
@@ -49,10 +52,6 @@ _WHOLE_TREE_READERS = frozenset(
     {"tar", "zip", "7z", "cp", "rsync", "scp", "grep", "egrep", "rg", "ag", "ack", "cpio"}
 )
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
-_SECRET_NAME = re.compile(
-    r"token|secret|passw(or)?d|api_?key|private_?key|credential|access_?key|session_?key",
-    re.IGNORECASE,
-)
 _VARIABLE = re.compile(r"\$\{?(\w+)")
 
 
@@ -96,6 +95,6 @@ def _secret_variables(inv: Invocation) -> Iterator[Finding]:
     else:
         return
     for name in names:
-        if _SECRET_NAME.search(name):
+        if is_secret_name(name):
             yield finding("secret-variable", f"prints ${name}, which looks like a secret")
             return

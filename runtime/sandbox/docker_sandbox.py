@@ -1,10 +1,14 @@
 """The docker backend: one container per sandbox, commands run in it with `exec`.
 
-The container: no network (`network_mode="none"`) unless enabled, read-only root, a tmpfs /tmp,
-the host workspace bind-mounted read-write at /workspace, memory (no swap), pids and CPU limits,
-every capability dropped, no-new-privileges, a non-root user (uid 1000 when temper is root and
-the workspace is chowned to it; else the caller's own uid, so host and container share files).
-The engine must see the host's filesystem (a local engine: DOCKER_HOST unix socket).
+The container sees nothing of the host but the workspace: its root is the image's (read-only),
+the host workspace is bind-mounted read-write at /workspace, /tmp and /dev/shm are tmpfs, and no
+other volume, device or socket is given. Its environment is built here (PATH, HOME, TMPDIR,
+LANG, TERM and the caller's `env`), never the daemon's. No network (`network_mode="none"`)
+unless enabled; memory (no swap), pids and CPU limits; every capability dropped;
+no-new-privileges; a non-root user (uid 1000 when temper is root and the workspace is chowned
+to it; else the caller's own uid, so host and container share files). The tmpfs mounts are
+sized below the memory limit, which their pages count against, so that filling them leaves
+room to run. The engine must see the host's filesystem (a local engine: DOCKER_HOST unix socket).
 
 Invariants:
 - The docker SDK is blocking: every call runs in `asyncio.to_thread`, never on the event loop.
@@ -13,7 +17,8 @@ Invariants:
   when it ends, `kill -9 -1` kills every other process of the sandbox user (all but pid 1 and
   the wrapper itself). On timeout the container is killed and started again (killing pid 1
   kills the whole pid namespace; the workspace is a bind mount and survives, /tmp is emptied).
-  So nothing a command started survives it, as with the other backends.
+  So nothing a command started survives it, as with the other backends. A container found
+  stopped (the kernel's OOM killer took pid 1) is started again the same way before a command.
 - The image must provide /bin/sh and sleep; `.ci/docker-up` builds the default one.
 """
 
@@ -41,6 +46,7 @@ CONTAINER_UID = 1000
 _KEEPER = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
 _WRAPPER = '/bin/sh -c "$1"; status=$?; kill -9 -1 2>/dev/null; exit $status'
 _KILL_GRACE_S = 10.0
+_SHM_BYTES = 64 << 20
 _BUILD_HINT = "build it with .ci/docker-up, or choose another image in [sandbox]"
 
 
@@ -83,13 +89,7 @@ class DockerSandbox(Sandbox):
         started = time.monotonic()
         api = self._client.api
         try:
-            exec_id = await asyncio.to_thread(
-                api.exec_create,
-                self._container.id,
-                ["/bin/sh", "-c", _WRAPPER, "sh", command],
-                workdir=self.workdir,
-                environment=self._environment("/tmp"),
-            )
+            exec_id = await asyncio.to_thread(self._exec_create, command)
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker could not run a command: {exc.explanation or exc}") from exc
         output = BoundedOutput(self.options.max_output_bytes)
@@ -117,6 +117,27 @@ class DockerSandbox(Sandbox):
             elided_bytes=output.elided_bytes,
         )
 
+    def _exec_create(self, command: str) -> dict[str, str]:
+        import docker.errors
+
+        def create() -> dict[str, str]:
+            return dict(
+                self._client.api.exec_create(
+                    self._container.id,
+                    ["/bin/sh", "-c", _WRAPPER, "sh", command],
+                    workdir=self.workdir,
+                    environment=self._environment("/tmp"),
+                )
+            )
+
+        try:
+            return create()
+        except docker.errors.APIError as exc:
+            if "is not running" not in str(exc):
+                raise
+        self._restart()  # pid 1 was killed (OOM with full tmpfs): a fresh start, as after a timeout
+        return create()
+
     def _create_container(self) -> Any:
         import docker.errors
         import docker.types
@@ -131,7 +152,8 @@ class DockerSandbox(Sandbox):
                 hostname="sandbox",
                 network_mode=None if self.options.network else "none",
                 read_only=True,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.memory_bytes}"},
+                tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.memory_bytes // 2}"},
+                shm_size=min(_SHM_BYTES, limits.memory_bytes // 8),
                 volumes={str(self.workspace): {"bind": self.workdir, "mode": "rw"}},
                 working_dir=self.workdir,
                 environment=self._environment("/tmp"),

@@ -10,6 +10,9 @@ SandboxError                  anything the sandbox layer cannot do
 
 A command that exits non-zero or runs past its timeout is not an exception: it is data in
 `CommandResult` (`exit_code`, `timed_out`), because the executor shows it to the model.
+
+`IsolationWarning` (a UserWarning, not an error) is how code that runs commands unattended says
+that it runs them in the `local` backend, because someone chose it: loudly, never silently.
 """
 
 
@@ -31,3 +34,7 @@ class WorkspacePathError(SandboxError):
 
 class SnapshotError(SandboxError):
     """A snapshot that cannot be found or does not match its content address."""
+
+
+class IsolationWarning(UserWarning):
+    """Commands are about to run without isolation (the `local` backend), as was chosen."""

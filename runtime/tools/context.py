@@ -1,11 +1,13 @@
 """What tools get besides their arguments: `ToolContext`, built by the runtime for each call.
 
 It carries the session's sandbox and the memory store, the user on whose behalf the tool runs
-(memory search is always scoped to this user), the session, and the operator's say over
-commands: `approve(request) -> bool`, a callback the connector supplies (the CLI asks y/n, a chat
-shows buttons), and the session's standing approvals. `allowed_rules` and `allowed_commands`
-are sets the runtime keeps per session and passes to every context of that session; an approver
-that hears "allow for this session" adds the request's rules (or its command) to them.
+(memory search is always scoped to this user), the session, the ceiling of any command's
+timeout (`[sandbox] timeout_s`: a command may ask for less, never more), and the operator's
+say over commands: `approve(request) -> bool`, a callback the connector supplies (the CLI asks
+y/n, a chat shows buttons), and the session's standing approvals. `allowed_rules` and
+`allowed_commands` are sets the runtime keeps per session and passes to every context of that
+session; an approver that hears "allow for this session" adds the request's rules (or its
+command) to them.
 
 Invariant: the default approver declines; a context built without one never runs a command the
 policy wants a person to see.
@@ -70,6 +72,13 @@ class ToolContext:
     allowed_rules: set[str] = field(default_factory=set)  # rules the operator allowed this session
     allowed_commands: set[str] = field(default_factory=set)  # commands or fnmatch patterns
     terminal: TerminalRunner | None = None  # the executor, for terminal_task
+    command_timeout_s: float | None = None  # the most seconds any command may run; None: no ceiling
+
+    def command_timeout(self, asked_s: float) -> float:
+        """The timeout a command that asks for `asked_s` gets: at most the ceiling."""
+        if self.command_timeout_s is None:
+            return asked_s
+        return min(asked_s, self.command_timeout_s)
 
     def require_sandbox(self) -> Sandbox:
         if self.sandbox is None:

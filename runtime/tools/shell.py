@@ -4,8 +4,9 @@ Order of events: the policy assesses the command (with the sandbox's workdir, so
 into the workspace count as inside). "deny" is an error the model sees, and nothing runs.
 "ask" runs only if the operator allowed it earlier in the session (its exact command, a pattern
 matching it, or every rule it trips) or approves it now through `context.approve`; a decline
-is an error the model sees. Then the command runs with its timeout; a non-zero exit or a
-timeout is part of the output, not an error, because the command did run.
+is an error the model sees. Then the command runs with its timeout, lowered to the context's
+ceiling (`[sandbox] timeout_s`) when it asks for more, which the result says; a non-zero exit
+or a timeout is part of the output, not an error, because the command did run.
 
 The executor sub-agent (next) will do multi-step terminal work; this tool stays one command.
 """
@@ -40,10 +41,13 @@ async def shell(
                 f"the operator declined to run this command ({verdict.reason}). "
                 "Do not retry it; ask the user or do without."
             )
-    result = await sandbox.run(command, timeout_s)
+    limit_s = context.command_timeout(timeout_s)
+    result = await sandbox.run(command, limit_s)
     if result.timed_out:
-        status = f"[timed out after {timeout_s} s; everything it started was stopped]"
+        status = f"[timed out after {limit_s:g} s; everything it started was stopped]"
     else:
         status = f"[exit {result.exit_code}]"
+    if limit_s < timeout_s:
+        status += f" [timeout lowered from {timeout_s:g} s to {limit_s:g} s, the per-command limit]"
     output = result.output.rstrip("\n")
     return f"{output}\n{status}" if output else f"{status} (no output)"

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,14 @@ def test_sandbox() -> None:
 def test_tools() -> None:
     output = run_bench(ROOT / "bench/tools.py", "--runs", "5")
     assert_figures(output, "tools_schema_json_chars:", "policy_vs_shlex_ratio:", "toolbox_call_overhead_us:")
+
+
+@pytest.mark.slow  # ~10 s: the read attempts without isolation and in bwrap, then the redactor
+def test_security(require_sandbox: Callable[[str], None]) -> None:
+    require_sandbox("bwrap")
+    output = run_bench(ROOT / "bench/security.py", "--backends", "bwrap", "--only", "read")
+    assert_figures(
+        output, "local_canaries_read:", "bwrap_attempts:", "bwrap_contained:", "bwrap_canaries_read:"
+    )
+    assert_figures(output, "secrets_planted:", "secrets_caught:", "false_positive_lines:", "ordinary_lines:")
+    assert_figures(output, "secrets_caught_without_detector:", "redact per text:")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,10 @@ import pytest
 from connectors.assembly import build_agent
 from connectors.config import ConfigError, load_config
 from memory import StoredCall
-from runtime.executor import LocalBackend, build_tiny_model
+from runtime import Inbound
+from runtime.events import ToolReturned
+from runtime.executor import LocalBackend, OpenAIBackend, SamplingParams, build_tiny_model
+from tests.fakes.openai_server import FakeOpenAI
 
 
 def config_at(tmp_path: Path, text: str):
@@ -90,3 +95,53 @@ def test_configured_secrets_are_redacted_from_trajectories(tmp_path: Path) -> No
     assert "sk-test-0123456789" not in call.text
     assert store.trajectories.executor_episode(episode).contains_secret
     store.close()
+
+
+def test_sandbox_timeout_s_is_the_ceiling_of_every_command(tmp_path: Path, server: FakeOpenAI) -> None:
+    models = "".join(
+        f'[models.{slot}]\nmodel = "openai/{slot}"\napi_base = "{server.base_url}"\n'
+        for slot in ("planner", "judge")
+    )
+    config = config_at(tmp_path, f"timeout_s = 1\n[executor]\nenabled = false\n{models}")
+    assembled = build_agent(config, {"OPENAI_API_KEY": "sk-test-0123456789"}, stream=False)
+    ask = {"command": "sleep 5", "timeout_s": 600}
+    server.enqueue(tool_calls=[{"name": "shell", "arguments": ask}], model="planner")
+    server.enqueue(text="It took too long.", model="planner")
+    server.enqueue(text='{"score": 0.5, "reason": "cut short"}', model="judge")
+
+    async def run_turn() -> list[object]:
+        inbound = Inbound(platform="cli", chat_id="c", user_id="ana", text="sleep for a while")
+        events = [event async for event in assembled.agent.turn(inbound)]
+        await assembled.agent.close()
+        return events
+
+    started = time.monotonic()
+    events = asyncio.run(run_turn())
+    elapsed = time.monotonic() - started
+    assembled.store.close()
+
+    [result] = [event for event in events if isinstance(event, ToolReturned)]
+    assert result.text.startswith("[timed out after 1 s")
+    assert "timeout lowered from 600 s to 1 s" in result.text  # the planner is told
+    assert elapsed < 4
+
+
+def test_an_openai_executor_sends_its_api_key(tmp_path: Path, server: FakeOpenAI) -> None:
+    executor = (
+        '[executor]\nbackend = "openai"\n[models.executor]\nmodel = "openai/small"\n'
+        f'api_base = "{server.base_url}"\napi_key_env = "TEMPER_EXECUTOR_API_KEY"\n'
+    )
+    environ = {"OPENAI_API_KEY": "sk-test-0123456789", "TEMPER_EXECUTOR_API_KEY": "executor-key-42"}
+    assembled = build_agent(config_at(tmp_path, executor), environ)
+    backend = assembled.agent.terminal.model
+    server.enqueue(text="{}", model="small")
+
+    async def call() -> None:
+        assert isinstance(backend, OpenAIBackend)
+        async with backend:
+            await backend.complete([{"role": "user", "content": "ls"}], SamplingParams(max_tokens=4))
+
+    asyncio.run(call())
+    assembled.store.close()
+
+    assert server.request_headers[-1]["authorization"] == "Bearer executor-key-42"

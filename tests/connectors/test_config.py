@@ -13,6 +13,7 @@ from connectors.config import (
     SECRET_KEYS,
     Config,
     ConfigError,
+    MemoryConfig,
     default_config_text,
     default_secrets_text,
     load_config,
@@ -52,7 +53,6 @@ def test_no_file_at_the_default_path_means_defaults(tmp_path: Path) -> None:
 
     assert config.data_dir == tmp_path / "xdg-data" / "temper"
     assert config.memory.db_path == tmp_path / "xdg-data" / "temper" / "temper.db"
-    assert config.memory.search_scope == "user"
     assert config.models.planner.model == "openai/gpt-4o-mini"
     assert config.models.judge.temperature == 0.0
     assert config.sandbox.backend == "auto"
@@ -101,7 +101,6 @@ def test_file_values_paths_and_slot_defaults(tmp_path: Path) -> None:
         data_dir = "{tmp_path / "data"}"
         [memory]
         db_path = "sub/mem.db"
-        search_scope = "all"
         [models.judge]
         model = "ollama/qwen3:8b"
         api_base = "http://127.0.0.1:11434/v1/"
@@ -117,7 +116,6 @@ def test_file_values_paths_and_slot_defaults(tmp_path: Path) -> None:
     config = load_config(path, {})
 
     assert config.memory.db_path == tmp_path / "data" / "sub" / "mem.db"
-    assert config.memory.search_scope == "all"
     judge = config.models.judge
     assert judge.model == "ollama/qwen3:8b"
     assert judge.api_base == "http://127.0.0.1:11434/v1"
@@ -218,8 +216,9 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
         ),
         ("memory = 3\n", "memory: must be a table [memory], got 3"),
         (
-            '[memory]\nsearch_scope = "everyone"\n',
-            "memory.search_scope: must be 'user' or 'all', got 'everyone'",
+            '[memory]\nsearch_scope = "all"\n',
+            "memory.search_scope: was removed, and 'all' is not possible: the agent's memory "
+            "search is always the asking user's own",
         ),
     ],
 )
@@ -229,6 +228,22 @@ def test_error_says_key_given_and_expected(text: str, expected: str, tmp_path: P
     assert len(problems) == 1
     assert problems[0].startswith(expected)
     assert problems[0].endswith(f"(set in {tmp_path / 'config.toml'})")
+
+
+def test_search_scope_is_gone_but_old_configs_still_load(tmp_path: Path) -> None:
+    # `temper init` used to write this line; it asked for what is now the only behaviour
+    path = write(tmp_path / "config.toml", '[memory]\nsearch_scope = "user"\ndb_path = "m.db"\n')
+    config = load_config(path, {})
+    widened = problems_of("", tmp_path, {"TEMPER_MEMORY__SEARCH_SCOPE": "all"})
+
+    assert "search_scope" not in MemoryConfig.model_fields and "search_scope =" not in default_config_text()
+    assert config.memory.db_path.name == "m.db"
+    assert widened == [
+        "memory.search_scope: was removed, and 'all' is not possible: the agent's memory search "
+        "is always the asking user's own, so one person's conversations never reach another's "
+        "prompt (`temper memory search` without --user is the operator's search across everyone); "
+        "delete the line (set by TEMPER_MEMORY__SEARCH_SCOPE)"
+    ]
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -298,3 +299,36 @@ def test_a_database_that_does_not_open_fails(machine: Path) -> None:
     status, detail = report.lines["database"]
     assert status == "fail" and detail.startswith(f"{db_path}: ")
     assert report.exit_code == 1
+
+
+def only_local(directory: Path) -> dict[str, str]:
+    """A PATH with prlimit (all the local backend needs) and no bwrap."""
+    directory.mkdir()
+    prlimit = shutil.which("prlimit")
+    assert prlimit is not None
+    (directory / "prlimit").symlink_to(prlimit)
+    return {"PATH": str(directory)}
+
+
+@pytest.mark.parametrize(
+    ("config", "consequence"),
+    [("", "'auto' will refuse to run commands"), ('[sandbox]\nbackend = "local"\n', "WITHOUT isolation")],
+)
+def test_a_machine_where_only_local_works_is_warned(machine: Path, config: str, consequence: str) -> None:
+    report = doctor(machine, config, env=only_local(machine / "bin"))
+
+    status, detail = report.lines["sandbox"]
+    assert status == "warn"
+    assert detail.startswith("the strongest sandbox that works here is local")
+    assert consequence in detail and "apt-get install bubblewrap" in detail
+
+
+def test_the_strongest_working_sandbox_is_named(
+    machine: Path, require_sandbox: Callable[[str], None]
+) -> None:
+    require_sandbox("bwrap")  # the real one: the machine has no Docker engine
+
+    report = doctor(machine, "")
+
+    assert report.lines["bwrap"][0] == "ok"
+    assert report.lines["sandbox"] == ("ok", "strongest available: bwrap")

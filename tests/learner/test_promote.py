@@ -182,7 +182,9 @@ async def test_activation_over_http_against_temper_serve_executor(
     model = LocalModel.load(tiny_dir)
     first = promote(versions, candidates["a"], meta(tiny_dir))
     second = promote(versions, candidates["b"], meta(tiny_dir, parent="v1"))
-    async with ExecutorServer(model, port=0, served_name="tiny") as server:
+    async with ExecutorServer(
+        model, port=0, served_name="tiny", adapter_root=versions.versions_dir
+    ) as server:
         async with OpenAIBackend(server.base_url, "tiny", tokenizer_dir=tiny_dir) as remote:
             base = await greedy_ids(remote)
             await activate(first, remote)

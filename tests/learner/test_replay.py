@@ -1,10 +1,12 @@
 """learner/replay.py: several tasks' groups replayed at once, their model calls batched together,
-with the same results as replaying one task at a time."""
+with the same results as replaying one task at a time; and the sandbox replays run in: the
+strongest isolating one, `local` only by name and with a warning, never silently."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ import pytest
 import torch
 
 from learner.replay import ReplaySettings, as_served, replay
-from learner.tasks import synthetic_suite
+from learner.tasks import check_task, run_attempt, synthetic_suite
 from memory import MemoryStore
 from runtime.executor import (
     Completion,
@@ -24,6 +26,7 @@ from runtime.executor import (
 )
 from runtime.executor.action_grammar import is_action_prefix
 from runtime.executor.loop import ExecutorSettings
+from runtime.sandbox import BackendName, BackendStatus, IsolationWarning, SandboxUnavailable
 
 
 class Recording:
@@ -54,10 +57,14 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> LocalBackend:
     return LocalBackend(LocalModel.load(build_tiny_model(tmp_path_factory.mktemp("tiny"), seed=0)))
 
 
-def test_concurrent_tasks_share_batches_and_change_no_result(backend: LocalBackend, tmp_path: Path) -> None:
+def test_concurrent_tasks_share_batches_and_change_no_result(
+    backend: LocalBackend, tmp_path: Path, isolating_backend: BackendName
+) -> None:
     tasks = synthetic_suite(seed=0, per_family=1)[:3]
     executor = ExecutorSettings(max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=24))
-    settings = ReplaySettings(group_size=2, seed=5, executor=executor, concurrent_tasks=3)
+    settings = ReplaySettings(
+        group_size=2, sandbox=isolating_backend, seed=5, executor=executor, concurrent_tasks=3
+    )
 
     def run(settings: ReplaySettings, name: str) -> tuple[list[Any], list[list[int]], list[int]]:
         store = MemoryStore.open(tmp_path / f"{name}.db")
@@ -79,11 +86,11 @@ def test_concurrent_tasks_share_batches_and_change_no_result(backend: LocalBacke
 
 
 def test_held_out_replays_keep_to_the_action_format_and_training_replays_sample_freely(
-    backend: LocalBackend, tmp_path: Path
+    backend: LocalBackend, tmp_path: Path, isolating_backend: BackendName
 ) -> None:
     tasks = synthetic_suite(seed=0, per_family=1)[:2]
     executor = ExecutorSettings(max_turns=1, sampling=SamplingParams(temperature=1.0, max_tokens=24))
-    training = ReplaySettings(group_size=2, seed=5, executor=executor)
+    training = ReplaySettings(group_size=2, sandbox=isolating_backend, seed=5, executor=executor)
     store = MemoryStore.open(tmp_path / "memory.db")
     free = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", training, "grpo"))
     served = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", as_served(training), "gate"))
@@ -95,3 +102,64 @@ def test_held_out_replays_keep_to_the_action_format_and_training_replays_sample_
     assert all(call.sampling["constrained"] for call in served_calls)
     assert all(is_action_prefix(call.text) for call in served_calls)
     assert as_served(training).executor.sampling == replace(executor.sampling, constrained=True)
+
+
+class OneCommand:
+    """An executor whose first reply runs `echo hi` and whose second completes the task."""
+
+    name = "one-command"
+
+    async def complete(self, messages: Sequence[dict[str, Any]], sampling: SamplingParams) -> Completion:
+        done = any(message["role"] == "assistant" for message in messages)
+        commands = [] if done else [{"keystrokes": "echo hi", "timeout": 5}]
+        action = {"analysis": "done" if done else "", "commands": commands, "task_complete": done}
+        return Completion(json.dumps(action), [], [], [], "stop", self.name, sampling=sampling)
+
+
+def replay_once(tmp_path: Path, settings: ReplaySettings) -> tuple[list[Any], MemoryStore]:
+    store = MemoryStore.open(tmp_path / "memory.db")
+    tasks = synthetic_suite(seed=0, per_family=1)[:1]
+    return asyncio.run(replay(tasks, OneCommand(), store, tmp_path / "snapshots", settings, "sandbox")), store
+
+
+def test_replays_run_in_the_strongest_isolating_sandbox_unless_told_otherwise(
+    tmp_path: Path, sandbox_statuses: dict[str, BackendStatus], require_sandbox: Callable[[str], None]
+) -> None:
+    strongest = next((name for name in ("docker", "bwrap") if sandbox_statuses[name].available), None)
+    if strongest is None:
+        require_sandbox("bwrap")
+    settings = ReplaySettings(group_size=2)
+    assert settings.sandbox == "auto"
+
+    attempts, store = replay_once(tmp_path, settings)
+
+    backends = {store.trajectories.executor_episode(a.episode_id).sandbox_backend for a in attempts}
+    assert backends == {strongest}
+
+
+def test_without_an_isolating_sandbox_no_learner_path_runs_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    task = synthetic_suite(seed=0, per_family=1)[0]
+
+    with pytest.raises(SandboxUnavailable, match="choose backend 'local'") as refused:
+        replay_once(tmp_path, ReplaySettings(group_size=1))
+    with pytest.raises(SandboxUnavailable):
+        asyncio.run(run_attempt(task, task.reference))
+    with pytest.raises(SandboxUnavailable):
+        asyncio.run(check_task(task))
+    assert "apt-get install bubblewrap" in str(refused.value)
+
+
+def test_local_runs_only_when_named_and_says_so(tmp_path: Path) -> None:
+    task = synthetic_suite(seed=0, per_family=1)[0]
+
+    with pytest.warns(IsolationWarning, match="NO isolation"):
+        attempts, store = replay_once(tmp_path, ReplaySettings(group_size=1, sandbox="local"))
+    with pytest.warns(IsolationWarning):
+        checked = asyncio.run(check_task(task, "local"))
+
+    assert store.trajectories.executor_episode(attempts[0].episode_id).sandbox_backend == "local"
+    assert checked.sound

@@ -81,7 +81,7 @@ def cycle_result(tmp_path: Path, rows: list[int], version: str | None) -> CycleR
         return StepMetrics(
             step=number, loss=0.1, reward_mean=0.25 * number, approx_kl=0.0, kl_ref=None, clip_fraction=0.0,
             entropy=1.0, zero_variance_fraction=0.0, rows=rows, tokens=100, trained_tokens=50,
-            grad_norm=1.0, seconds=1.0,
+            grad_norm=1.0, seconds=1.0, secret_episodes=2 if number == 1 else 0,
         )  # fmt: skip
 
     def evaluation(success: float) -> Evaluation:
@@ -108,13 +108,14 @@ def test_report_cycle_reports_what_the_cycle_returned(tmp_path: Path) -> None:
     assert figures == {
         "cycle": 3, "model": "/models/tiny", "tasks": 16, "episodes": 96, "steps": 2, "previous": "v2",
         "version": "v3", "heldout": [[0.0, 0.3], [1.0, 0.7]], "train_reward": [[1.0, 0.25], [2.0, 0.5]],
-        "baseline": 0.3,
+        "baseline": 0.3, "secret_episodes": 2,
     }  # fmt: skip
     assert report.text.startswith(
         "Learning cycle 3 trained the executor (/models/tiny) with GRPO on 96 episodes of 16 tasks "
         "in 2 steps (mean training reward 0.50). On 20 held-out task-seed pairs, success went from "
         "0.30 (v2) to 0.70 (candidate): +0.40"
     )
+    assert "2 replayed episodes printed a secret and were left out of training." in report.text
     assert png_size(report.plot) == (1100, 400)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -184,6 +185,15 @@ def test_heldout_unrewarded_and_ungrouped_episodes_are_not_trained_on() -> None:
     stats = batch.stats
     assert (stats.episodes, stats.trained_episodes, stats.rows) == (5, 2, 2)
     assert (stats.heldout_episodes, stats.unrewarded_episodes, stats.ungrouped_episodes) == (1, 1, 1)
+
+
+def test_episodes_that_held_a_secret_are_refused_and_counted_with_those_held_back() -> None:
+    clean = [one_call(2, 1.0), one_call(2, 0.0)]
+    held = one_call(2, 1.0)
+    leaky = Trajectory(replace(held.episode, contains_secret=True), held.calls)
+    batch = build_rows([*clean, leaky], RowSettings(), secret_withheld=2)  # 2 more the store held back
+    assert {row.episode_id for row in batch.rows} == {t.episode.id for t in clean}
+    assert (batch.stats.trained_episodes, batch.stats.secret_episodes) == (2, 3)
 
 
 def test_truncated_unsampled_and_planner_calls_are_context_only() -> None:

@@ -24,7 +24,7 @@ from learner.tasks import (
 )
 from learner.tasks.synthetic_drafts import DIRS
 from runtime.executor.actions import parse_action
-from runtime.sandbox import open_sandbox
+from runtime.sandbox import BackendName, open_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -77,18 +77,18 @@ def test_hundreds_of_distinct_tasks() -> None:
     assert len({(t.instruction, tuple(sorted(t.files.items()))) for t in tasks}) == len(tasks)
 
 
-async def test_every_reference_passes_and_every_empty_attempt_fails() -> None:
+async def test_every_reference_passes_and_every_empty_attempt_fails(isolating_backend: BackendName) -> None:
     for seed in (0, 1, 2, 3):
         for task in synthetic_suite(seed, 1):
-            passed, output = await run_reference(task)
+            passed, output = await run_reference(task, isolating_backend)
             assert passed, f"{task.id}: {task.instruction}\n{output}"
-            empty = await run_attempt(task, ())
+            empty = await run_attempt(task, (), isolating_backend)
             assert not empty.passed, f"{task.id}: an empty attempt passes {task.verifier}"
 
 
-async def test_a_wrong_attempt_fails() -> None:
+async def test_a_wrong_attempt_fails(isolating_backend: BackendName) -> None:
     task = synthetic_suite(0, 1, families=["count_lines"])[0]
-    wrong = await run_attempt(task, [task.reference[0].replace("wc -l", "wc -w")])
+    wrong = await run_attempt(task, [task.reference[0].replace("wc -l", "wc -w")], isolating_backend)
     assert not wrong.passed and "verifier" in wrong.output
 
 
@@ -103,10 +103,10 @@ async def test_a_wrong_attempt_fails() -> None:
         "lowercase_append",
     ],
 )
-async def test_appending_must_keep_what_the_file_held(family: str) -> None:
+async def test_appending_must_keep_what_the_file_held(family: str, isolating_backend: BackendName) -> None:
     task = synthetic_suite(0, 1, families=[family])[0]
     assert " >> " in task.reference[0]
-    overwrite = await run_attempt(task, [task.reference[0].replace(" >> ", " > ")])
+    overwrite = await run_attempt(task, [task.reference[0].replace(" >> ", " > ")], isolating_backend)
     assert not overwrite.passed
 
 

@@ -1,10 +1,9 @@
 """Fixtures for the sandbox tests: `sandbox_backend` is every backend, skipped with its probe's
-reason where it cannot run here (docker needs DOCKER_HOST pointing at a live engine with the
-temper-sandbox image: `eval "$(.ci/docker-up)"`)."""
+reason where it cannot run here, failed instead under CI (tests/sandbox_backends.py; docker needs
+DOCKER_HOST pointing at a live engine with the temper-sandbox image: `eval "$(.ci/docker-up)"`)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import cast
@@ -18,10 +17,10 @@ from runtime.sandbox import (
     Limits,
     Sandbox,
     SandboxOptions,
-    available_backends,
     open_sandbox,
 )
 from tests.fakes.openai_server import FakeOpenAI
+from tests.sandbox_backends import require
 
 TEST_OPTIONS = SandboxOptions(
     limits=Limits(memory_bytes=256 << 20, pids=64, cpu_seconds=30, file_size_bytes=64 << 20),
@@ -44,18 +43,11 @@ def sandbox_options() -> SandboxOptions:
     return TEST_OPTIONS
 
 
-@pytest.fixture(scope="session")
-def sandbox_statuses() -> dict[str, BackendStatus]:
-    return {status.name: status for status in asyncio.run(available_backends(TEST_OPTIONS))}
-
-
 @pytest.fixture(params=["docker", "bwrap", "local"])
 def sandbox_backend(
     request: pytest.FixtureRequest, sandbox_statuses: dict[str, BackendStatus]
 ) -> BackendName:
-    status = sandbox_statuses[request.param]
-    if not status.available:
-        pytest.skip(f"{status.name} sandbox unavailable: {status.detail}")
+    require(sandbox_statuses[request.param])
     return cast(BackendName, request.param)
 
 

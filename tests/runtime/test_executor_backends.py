@@ -324,7 +324,7 @@ async def test_completions_take_a_token_id_prompt(model: LocalModel) -> None:
 
 async def test_adapters_load_and_unload_over_http(model: LocalModel, adapters: dict[str, Path]) -> None:
     async with (
-        ExecutorServer(model, port=0) as server,
+        ExecutorServer(model, port=0, adapter_root=adapters["v1"].parent) as server,
         OpenAIBackend(server.base_url, server.served_name) as remote,
         httpx.AsyncClient(base_url=server.base_url) as client,
     ):
@@ -348,7 +348,9 @@ async def test_adapters_load_and_unload_over_http(model: LocalModel, adapters: d
     assert gone.status_code == 404 and "does not exist" in gone.json()["error"]["message"]
 
 
-async def test_malformed_requests_get_4xx_and_the_server_keeps_serving(model: LocalModel) -> None:
+async def test_malformed_requests_get_4xx_and_the_server_keeps_serving(
+    model: LocalModel, tmp_path: Path
+) -> None:
     chat = {"messages": MESSAGES, "max_tokens": 2}
     bad: list[tuple[str, Any, int]] = [
         ("/chat/completions", b"{not json", 400),
@@ -370,12 +372,13 @@ async def test_malformed_requests_get_4xx_and_the_server_keeps_serving(model: Lo
         ("/completions", {"prompt": [1, 2, 10**9]}, 400),
         ("/completions", {"prompt": []}, 400),
         ("/completions", {"prompt": [1, "two"]}, 400),
-        ("/load_lora_adapter", {"lora_name": "x", "lora_path": "/nonexistent"}, 400),
+        ("/load_lora_adapter", {"lora_name": "x", "lora_path": str(tmp_path / "nonexistent")}, 400),
+        ("/load_lora_adapter", {"lora_name": "x", "lora_path": "v1\x00"}, 400),
         ("/unload_lora_adapter", {"lora_name": "never-loaded"}, 404),
         ("/nowhere", {}, 404),
     ]
     async with (
-        ExecutorServer(model, port=0) as server,
+        ExecutorServer(model, port=0, adapter_root=tmp_path) as server,
         httpx.AsyncClient(base_url=server.base_url) as client,
     ):
         for path, body, status in bad:
@@ -389,16 +392,75 @@ async def test_malformed_requests_get_4xx_and_the_server_keeps_serving(model: Lo
     assert fine.status_code == 200 and fine.json()["choices"][0]["finish_reason"] == "length"
 
 
-async def test_an_api_key_guards_the_server(model: LocalModel) -> None:
-    async with ExecutorServer(model, port=0, api_key="s3cret-key") as server:
-        async with httpx.AsyncClient() as client:
-            refused = await client.get(f"{server.base_url}/models")
-            health = await client.get(f"{server.url}/health")
-        async with OpenAIBackend(server.base_url, server.served_name, api_key="s3cret-key") as remote:
+async def test_an_api_key_guards_every_endpoint(model: LocalModel, tmp_path: Path) -> None:
+    key = "s3cret-key-0123456789"
+    chat = {"messages": MESSAGES, "max_tokens": 2}
+    requests: list[tuple[str, str, Any]] = [
+        ("GET", "/health", None),
+        ("GET", "/v1/models", None),
+        ("POST", "/v1/chat/completions", chat),
+        ("POST", "/v1/completions", {"prompt": "ls", "max_tokens": 2}),
+        ("POST", "/v1/load_lora_adapter", {"lora_name": "x", "lora_path": "x"}),
+        ("POST", "/v1/unload_lora_adapter", {"lora_name": "x"}),
+        ("GET", "/nowhere", None),
+    ]
+    wrong = [{}, {"Authorization": "Bearer wrong-key"}, {"Authorization": f"Basic {key}"}]
+    async with (
+        ExecutorServer(model, port=0, api_key=key, adapter_root=tmp_path) as server,
+        httpx.AsyncClient(base_url=server.url) as client,
+    ):
+        refused = [
+            await client.request(method, path, json=body, headers=headers)
+            for method, path, body in requests
+            for headers in wrong
+        ]
+        health = await client.get("/health", headers={"Authorization": f"Bearer {key}"})
+        async with OpenAIBackend(server.base_url, server.served_name, api_key=key) as remote:
             completion = await remote.complete(MESSAGES, FEW)
 
-    assert refused.status_code == 401 and health.status_code == 200
+    assert [answer.status_code for answer in refused] == [401] * len(refused)
+    assert refused[0].headers["WWW-Authenticate"] == "Bearer"
+    assert "Authorization: Bearer <key>" in refused[0].json()["error"]["message"]
+    assert health.status_code == 200
     assert len(completion.completion_ids) == FEW.max_tokens
+
+
+async def test_adapters_load_only_from_the_adapter_root(
+    model: LocalModel, tiny_dir: Path, adapters: dict[str, Path], tmp_path: Path
+) -> None:
+    root = tmp_path / "executor" / "versions"
+    version = build_tiny_adapter(tiny_dir, root / "v3", seed=3)
+    (root / "escape").symlink_to(adapters["v1"])  # a link inside the root to an adapter outside it
+    outside = [
+        "/etc",
+        str(adapters["v1"]),
+        "../../etc",
+        f"{root}/../../{adapters['v1'].name}",
+        "v3/../../../outside",
+        "escape",
+        str(root),
+    ]
+    async with (
+        ExecutorServer(model, port=0, adapter_root=root) as server,
+        ExecutorServer(model, port=0) as closed,
+        httpx.AsyncClient() as client,
+    ):
+
+        async def load(url: str, name: str, path: str) -> httpx.Response:
+            return await client.post(f"{url}/load_lora_adapter", json={"lora_name": name, "lora_path": path})
+
+        refused = [await load(server.base_url, "x", path) for path in outside]
+        by_name = await load(server.base_url, "v3", "v3")
+        by_path = await load(server.base_url, "v3-again", str(version))
+        without_root = await load(closed.base_url, "v3", str(version))
+
+    for path, answer in zip(outside, refused, strict=True):
+        assert answer.status_code == 403, (path, answer.text)
+        message = answer.json()["error"]["message"]
+        assert f"is outside {root.resolve()}" in message and "loads adapters only from there" in message
+    assert by_name.status_code == 200 and by_path.status_code == 200, (by_name.text, by_path.text)
+    assert model.adapters == {"v3": str(version.resolve()), "v3-again": str(version.resolve())}
+    assert without_root.status_code == 403 and "loads no adapters" in without_root.text
 
 
 # OpenAIBackend against servers that are not ours ------------------------------------------------

@@ -5,12 +5,13 @@ real sandbox, and every call lands in memory at token level, replayable from its
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from memory import MemoryStore
-from runtime.agent import Agent
+from runtime.agent import Agent, AgentSettings
 from runtime.events import ToolReturned
 from runtime.executor import PlannerBackend, build_tiny_model
 from runtime.executor.actions import ActionParseError, parse_action
@@ -46,7 +47,12 @@ def action(analysis: str, *commands: str, done: bool = False) -> str:
 
 
 def make_agent(
-    store: MemoryStore, server: FakeOpenAI, tmp_path: Path, tokenizer_dir: Path | None = None, **executor
+    store: MemoryStore,
+    server: FakeOpenAI,
+    tmp_path: Path,
+    tokenizer_dir: Path | None = None,
+    settings: AgentSettings | None = None,
+    **executor,
 ) -> tuple[Agent, TerminalExecutor]:
     snapshots = tmp_path / "snapshots"
     terminal = TerminalExecutor(
@@ -57,7 +63,12 @@ def make_agent(
     )
     workspaces = Workspaces("local", SandboxOptions(), snapshots, store.set_workspace_snapshot)
     agent = Agent(
-        store, model(server, "planner"), builtin_toolbox(executor=True), workspaces, terminal=terminal
+        store,
+        model(server, "planner"),
+        builtin_toolbox(executor=True),
+        workspaces,
+        settings=settings,
+        terminal=terminal,
     )
     return agent, terminal
 
@@ -139,6 +150,33 @@ async def test_a_malformed_action_gets_one_correction(
         "select parse_failures, timeouts from episodes where id in (?, ?) order by id", (completed, gave_up)
     ).fetchall()
     assert counts == [(1, 0), (2, 0)]
+    await agent.close()
+
+
+async def test_the_command_timeout_ceiling_holds_for_the_executor(
+    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    agent, _ = make_agent(store, server, tmp_path, settings=AgentSettings(command_timeout_s=1))
+    asks = {
+        "analysis": "wait, then say hi",
+        "commands": [{"keystrokes": "sleep 5\n", "timeout": 600}, {"keystrokes": "echo quick\n"}],
+        "task_complete": False,
+    }
+    server.enqueue(tool_calls=[{"name": "terminal_task", "arguments": {"query": "wait"}}], model="planner")
+    server.enqueue(text=json.dumps(asks), model="executor")
+    server.enqueue(text=action("waited", done=True), model="executor")
+    server.enqueue(text="done", model="planner")
+    started = time.monotonic()
+    await turn(agent, "wait a bit")
+    elapsed = time.monotonic() - started
+
+    seen = [r for r in server.requests if r["model"] == "executor"][1]["messages"][-1]["content"]
+    slept, echoed = seen.split("\n\n$ echo")
+    assert "[timed out after 1 s" in slept and "timeout lowered from 600 s to 1 s" in slept
+    assert "quick\n[exit 0]" in echoed and "lowered" not in echoed  # the default is under the ceiling
+    assert elapsed < 4
+    [episode_id] = executor_episodes(store)
+    assert store.db.execute("select timeouts from episodes where id = ?", (episode_id,)).fetchone() == (1,)
     await agent.close()
 
 

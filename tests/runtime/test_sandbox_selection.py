@@ -3,6 +3,7 @@ refused with what to install; `available_backends` reports all three for `temper
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from runtime.sandbox import (
     available_backends,
     open_sandbox,
 )
+from tests.sandbox_backends import require
 
 pytestmark = pytest.mark.anyio
 
@@ -26,11 +28,11 @@ async def test_available_backends_lists_all_three_strongest_first() -> None:
 
 
 async def test_auto_picks_the_strongest_available(
-    sandbox_statuses: dict[str, BackendStatus],
+    sandbox_statuses: dict[str, BackendStatus], require_sandbox: Callable[[str], None]
 ) -> None:
     expected = next((n for n in ("docker", "bwrap") if sandbox_statuses[n].available), None)
     if expected is None:
-        pytest.skip("neither docker nor bwrap works here")
+        require_sandbox("bwrap")  # neither works: skip, saying why (fail in CI)
     async with open_sandbox("auto") as sandbox:
         assert sandbox.name == expected
         assert sandbox.warning is None
@@ -55,11 +57,8 @@ async def test_a_named_backend_that_cannot_run_says_why(
         await open_sandbox("docker")
 
 
-async def test_a_missing_image_says_how_to_build_it(
-    sandbox_statuses: dict[str, BackendStatus],
-) -> None:
-    if not sandbox_statuses["docker"].available:
-        pytest.skip(f"docker sandbox unavailable: {sandbox_statuses['docker'].detail}")
+async def test_a_missing_image_says_how_to_build_it(require_sandbox: Callable[[str], None]) -> None:
+    require_sandbox("docker")
     options = SandboxOptions(docker_image="temper-no-such-image:0")
     with pytest.raises(SandboxUnavailable, match="docker-up"):
         await open_sandbox("docker", options=options)
@@ -75,3 +74,14 @@ async def test_local_is_opt_in_and_carries_a_warning() -> None:
         assert isinstance(sandbox, LocalSandbox)
         assert sandbox.warning and "NO isolation" in sandbox.warning
     assert "no isolation" in next(s for s in await available_backends() if s.name == "local").detail
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("", pytest.skip.Exception), ("true", pytest.fail.Exception)])
+def test_an_unavailable_backend_skips_locally_and_fails_in_ci(
+    monkeypatch: pytest.MonkeyPatch, ci: str, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    missing = BackendStatus("bwrap", False, "bwrap not found: install bubblewrap")
+    with pytest.raises(outcome, match="bwrap sandbox unavailable: bwrap not found"):
+        require(missing)
+    require(BackendStatus("bwrap", True, "namespaces"))  # an available one neither skips nor fails

@@ -5,6 +5,7 @@ output bounds."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -293,6 +294,20 @@ async def test_shell_reports_exit_codes_and_timeouts_as_output(sandbox: Sandbox)
     assert quiet.text == "[exit 0] (no output)"
     slow = await call(context, "shell", command="sleep 5", timeout_s=1)
     assert slow.text.startswith("[timed out after 1 s")
+
+
+async def test_a_command_never_runs_longer_than_the_ceiling(sandbox: Sandbox) -> None:
+    context = context_for(sandbox)
+    context.command_timeout_s = 1.5  # [sandbox] timeout_s
+    started = time.monotonic()
+    capped = await call(context, "shell", command="sleep 5", timeout_s=600)
+    elapsed = time.monotonic() - started
+    under = await call(context, "shell", command="echo fine", timeout_s=1)
+
+    assert capped.text.startswith("[timed out after 1.5 s")
+    assert "[timeout lowered from 600 s to 1.5 s, the per-command limit]" in capped.text
+    assert elapsed < 4
+    assert under.text == "fine\n[exit 0]"  # asking for less than the ceiling is fine, and silent
 
 
 async def test_denied_commands_never_run_and_nobody_is_asked(sandbox: Sandbox) -> None:

@@ -1,0 +1,1 @@
+"""The red-team battery: sandbox escape and exfiltration attempts against planted canaries."""
