@@ -170,15 +170,16 @@ def run_battery_as_daemon_user(
         sandboxes.mkdir(mode=0o700)
         os.chown(sandboxes, *owner)
         drop = _drop_to(owner)
-        env = _daemon_environment(canaries)
-        argv = [_interpreter(drop, env), "-m", "tests.security.battery", backend, str(sandboxes),
+        source = _readable_source(root) if drop else REPO
+        env = _daemon_environment(canaries, source)
+        argv = [_interpreter(drop, env, source), "-m", "tests.security.battery", backend, str(sandboxes),
                 "--canary", canaries.argv, *(["--only", ",".join(only)] if only else [])]  # fmt: skip
         child = subprocess.run(
             argv,
             input=canaries.to_json(),
             capture_output=True,
             text=True,
-            cwd=REPO,
+            cwd=source,
             env=env,
             timeout=timeout_s,
             **drop,
@@ -266,7 +267,21 @@ def _engine_socket() -> str:
     return host.removeprefix("unix://") if host.startswith("unix://") else ""
 
 
-def _daemon_environment(canaries: Canaries) -> dict[str, str]:
+def _readable_source(root: Path) -> Path:
+    """A copy of the packages the child imports, readable by the daemon's user: the checkout may
+    sit in a home that user cannot enter (root's is 0700)."""
+    source = root / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for package in ("runtime", "memory", "skills", "learner", "tests/security"):
+        shutil.copytree(REPO / package, source / package, ignore=ignore)
+    for directory, _dirs, files in os.walk(source):
+        os.chmod(directory, 0o755)
+        for name in files:
+            os.chmod(os.path.join(directory, name), 0o644)
+    return source
+
+
+def _daemon_environment(canaries: Canaries, source: Path) -> dict[str, str]:
     """A daemon's environment: its HOME, API keys (canaries), and what finds the engine. The
     packages come from this interpreter's site-packages (the child may be another Python)."""
     env = {
@@ -274,7 +289,7 @@ def _daemon_environment(canaries: Canaries) -> dict[str, str]:
         "HOME": canaries.home,
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
+        "PYTHONPATH": os.pathsep.join([str(source), *site.getsitepackages()]),
         **canaries.environment,
     }
     if "DOCKER_HOST" in os.environ:
@@ -294,14 +309,14 @@ def _drop_to(owner: tuple[int, int]) -> dict[str, Any]:
     return {"user": owner[0], "group": owner[1], "extra_groups": groups}
 
 
-def _interpreter(drop: dict[str, Any], env: dict[str, str]) -> str:
+def _interpreter(drop: dict[str, Any], env: dict[str, str], source: Path) -> str:
     """A Python of this version that the child's user may run: this one, or the system's (a
     virtual environment's interpreter may live in root's 0700 home)."""
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     failures = []
     for candidate in (sys.executable, f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"):
         try:
-            subprocess.run([candidate, "-c", "import runtime.sandbox"], env=env, cwd=REPO, check=True,
+            subprocess.run([candidate, "-c", "import runtime.sandbox"], env=env, cwd=source, check=True,
                            capture_output=True, text=True, timeout=60, **drop)  # fmt: skip
         except OSError as error:
             failures.append(f"{candidate}: {error.strerror}")
