@@ -1,11 +1,6 @@
-"""`temper learn`: one learning cycle for the configured local executor, now or nightly.
+"""`temper learn`: run one learning cycle now (`--now`), or say when the daemon runs the next.
 
-The executor being trained is `[executor] model_dir` (backend "local") plus its current
-version's adapter (`<data_dir>/executor/versions`). Training tasks: the synthetic suite's
-training families and the task folders imported with `temper tasks import`; the gate uses the
-synthetic suite's held-out families. A cycle works in `<data_dir>/learner/cycles/<started>/`;
-one interrupted (Ctrl-C, a crash) resumes from its checkpoint when `temper learn --now` runs
-again within the same day.
+The cycle itself, what it trains and where it works, is connectors/learning.py.
 """
 
 from __future__ import annotations
