@@ -49,6 +49,7 @@ TABLE_PAGES: dict[str, tuple[str, str]] = {
     "models.judge": ("The agent: models", "agent.md#models"),
     "sandbox": ("Security: sandboxes", "security.md#sandboxes"),
     "executor": ("The executor", "executor.md"),
+    "learner": ("The learner", "learner.md"),
     "telegram": ("The daemon: setting up a Telegram bot", "daemon.md#setting-up-a-telegram-bot"),
     "slack": ("The daemon: setting up a Slack app", "daemon.md#setting-up-a-slack-app"),
     "daemon": ("The daemon", "daemon.md"),

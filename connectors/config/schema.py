@@ -155,6 +155,26 @@ class ExecutorConfig(Section):
     adapter_dir: Path | None = Field(None, description="a PEFT adapter directory")
     threshold: float = Field(0.6, ge=0, le=1, description="a number between 0 and 1")
     max_turns: int = Field(8, ge=1, le=64, description="a whole number from 1 to 64")
+    routing_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
+    exploration: float = Field(0.1, ge=0, le=0.5, description="a number between 0 and 0.5")
+
+
+class LearnerConfig(Section):
+    """The nightly learning cycle: its budget, its worker process, and what it trains on."""
+
+    budget_minutes: float = Field(
+        120.0, gt=0, le=24 * 60, description="a number of minutes above 0 and at most 1440"
+    )
+    nice: int = Field(10, ge=0, le=19, description="a whole number from 0 to 19")
+    torch_threads: int = Field(1, ge=1, le=256, description="a whole number from 1 to 256")
+    heldout_fraction: float = Field(0.25, gt=0, lt=1, description="a number between 0 and 1")
+    max_workspace_mb: int = Field(64, ge=1, description="a whole number of megabytes, at least 1")
+    verifier_calls: int = Field(0, ge=0, le=1000, description="a whole number from 0 to 1000")
+    non_inferiority_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
+    report_to: list[str] = Field(
+        default_factory=list,
+        description="a list of chats like ['telegram:12345', 'slack:C0123']",
+    )
 
 
 class TelegramConfig(Section):
@@ -224,6 +244,7 @@ class Config(Section):
     models: ModelsConfig = Field(default_factory=ModelsConfig, description="a table [models]")
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig, description="a table [sandbox]")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="a table [executor]")
+    learner: LearnerConfig = Field(default_factory=LearnerConfig, description="a table [learner]")
     telegram: TelegramConfig = Field(default_factory=TelegramConfig, description="a table [telegram]")
     slack: SlackConfig = Field(default_factory=SlackConfig, description="a table [slack]")
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="a table [daemon]")

@@ -90,10 +90,35 @@ backend = "planner"
 # text when a server returns no token ids).
 # model_dir = "/path/to/model"
 # adapter_dir = "/path/to/adapter"
-# Terminal work goes to the executor model once its held-out success rate reaches this.
+# Routing is per kind of task (a cluster of similar instructions): the executor model takes a
+# kind once its held-out success on that kind is at least the planner's success on it minus
+# routing_margin; until the planner has a measured success on the kind, at least threshold.
 threshold = 0.6
+routing_margin = 0.05
+# The share of a kind's work the planner keeps after the executor took it, so both routes stay
+# measured.
+exploration = 0.1
 # At most this many model turns per terminal task.
 max_turns = 8
+
+[learner]
+# The nightly cycle (`temper learn`, the daemon's learner_schedule) runs in a worker process.
+# Its time budget, in minutes: no new training step starts after it (the gate still runs).
+budget_minutes = 120.0
+# The worker's niceness (0-19) and its torch threads: the daemon keeps answering while it trains.
+nice = 10
+torch_threads = 1
+# The day's episodes become tasks; the newest heldout_fraction of them are never trained on and
+# measure the candidate (the time split).
+heldout_fraction = 0.25
+# Episodes whose workspace is larger than this are not turned into tasks.
+max_workspace_mb = 64
+# Planner-written verifier scripts per night (0: none; tasks are scored by their reference outcome).
+verifier_calls = 0
+# The candidate may be at most this much worse than the current executor on the regression suite.
+non_inferiority_margin = 0.05
+# Chats the night's report is sent to, e.g. ["telegram:12345", "slack:C0123"].
+report_to = []
 
 [telegram]
 enabled = false
