@@ -8,6 +8,7 @@ daemon/     the service: channels, the durable inbox and its dispatch, the sched
 channel.py  what every chat platform offers the daemon (the `Channel` protocol)
 assembly.py the agent a config describes
 learning.py the learning cycle the config describes (`temper learn`, the nightly job)
+nightly/    the learning cycle in a worker process: its progress, cancellation, the daemon's side
 """
 
 __all__: list[str] = []

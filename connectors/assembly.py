@@ -2,6 +2,11 @@
 
 Every way in (the CLI chat, later the daemon's Telegram and Slack connectors) builds its
 `Agent` here, so they share one memory, one model setup and one sandbox policy.
+
+The executor model serves the current trained version (`<data_dir>/executor/current`, moved by
+promotion and `temper executor rollback`), else `[executor] adapter_dir` (as version
+"configured"), else its base model. `follow_current_version` brings a running agent up to date
+without a restart; the daemon calls it every few seconds.
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from connectors.config import Config, ConfigError, ModelSlot
 from connectors.redaction import open_memory
@@ -24,11 +31,22 @@ from runtime import (
     builtin_toolbox,
     model_from_slot,
 )
-from runtime.executor import ExecutorBackend, OpenAIBackend, PlannerBackend
+from runtime.executor import (
+    ModelSwitch,
+    OpenAIBackend,
+    PlannerBackend,
+    Router,
+    RoutingSettings,
+)
 from runtime.executor.loop import ExecutorSettings
 from runtime.executor.recording import MemoryRecorder
 from runtime.executor.terminal import TerminalExecutor
 from runtime.models.slots import resolve_api_key
+
+if TYPE_CHECKING:
+    from runtime.executor import LocalBackend
+
+CONFIGURED_ADAPTER = "configured"  # the version name of `[executor] adapter_dir`
 
 
 @dataclass
@@ -36,6 +54,7 @@ class Assembled:
     agent: Agent
     store: MemoryStore
     notes: list[str]  # one line each: what works differently than configured, and why
+    terminal: TerminalExecutor | None = None  # terminal_task's executor, when enabled
 
 
 def build_agent(
@@ -79,18 +98,20 @@ def build_agent(
         settings=AgentSettings(stream=stream, command_timeout_s=config.sandbox.timeout_s),
         terminal=terminal,
     )
-    return Assembled(agent, store, notes)
+    return Assembled(agent, store, notes, terminal)
 
 
 def build_executor(
     config: Config, environ: Mapping[str, str], store: MemoryStore, planner: ChatModel
 ) -> TerminalExecutor:
-    """terminal_task's executor: the configured executor model, with the planner standing in
-    until the model's held-out success reaches the threshold (or when there is no model)."""
+    """terminal_task's executor: the configured executor model serving the current version
+    (a local model loads it here; a server is told by `follow_current_version`), routed per kind
+    of task by measured competence, with the planner standing in where the model is not good
+    enough yet (or when there is none)."""
     settings = config.executor
     tokenizer_dir = settings.model_dir
     stand_in = PlannerBackend(planner, tokenizer_dir=tokenizer_dir)
-    model: ExecutorBackend | None = None
+    model: LocalBackend | OpenAIBackend | None = None
     if settings.backend == "openai":
         slot = config.models.executor
         if slot.api_base is None:
@@ -111,30 +132,46 @@ def build_executor(
         from runtime.executor import LocalBackend, LocalModel  # torch: only when a local model is configured
 
         loaded = LocalModel.load(settings.model_dir)
-        if settings.adapter_dir is not None:
-            loaded.load_adapter("configured", settings.adapter_dir)
-        model = LocalBackend(loaded, adapter="configured" if settings.adapter_dir is not None else None)
-
-    def heldout_success() -> float | None:
-        if model is None:
-            return None
-        return store.trajectories.heldout_success(_model_name(model), getattr(model, "adapter_version", None))
-
+        wanted = serving_version(config)
+        if wanted is not None:
+            loaded.load_adapter(*wanted)
+        model = LocalBackend(loaded, adapter=None if wanted is None else wanted[0])
+    routing = RoutingSettings(
+        threshold=settings.threshold, margin=settings.routing_margin, exploration=settings.exploration
+    )
     return TerminalExecutor(
         stand_in,
         ExecutorSettings(max_turns=settings.max_turns),
-        model=model,
-        threshold=settings.threshold,
-        heldout_success=heldout_success,
+        switch=None if model is None else ModelSwitch(model),
+        router=Router(store, routing),
         recorder=MemoryRecorder(store, config.data_dir / "snapshots"),
     )
 
 
-def _model_name(backend: ExecutorBackend) -> str:
-    """The model name the backend's Completions carry (OpenAIBackend: a string; LocalBackend:
-    a loaded model with a name)."""
-    model = getattr(backend, "model", None)
-    return model if isinstance(model, str) else str(getattr(model, "name", backend.name))
+def serving_version(config: Config) -> tuple[str, Path] | None:
+    """The executor version that should serve, and its adapter directory: the version store's
+    `current`, else `[executor] adapter_dir` as "configured", else None (the base model).
+    Raises learner.versions.VersionError when the store is damaged."""
+    from learner.versions import ExecutorVersions  # the learner's package: only with an executor model
+
+    current = ExecutorVersions(config.data_dir).current()
+    if current is not None:
+        return current.name, current.directory
+    if config.executor.adapter_dir is not None:
+        return CONFIGURED_ADAPTER, config.executor.adapter_dir
+    return None
+
+
+async def follow_current_version(config: Config, terminal: TerminalExecutor | None) -> bool:
+    """Make a running agent's executor serve `serving_version(config)` from its next run on
+    (runs in flight finish on theirs); True when it switched. Nothing to do without a
+    switchable executor model."""
+    if terminal is None or terminal.switch is None:
+        return False
+    wanted = serving_version(config)
+    if wanted is None:
+        return await terminal.switch.activate(None)
+    return await terminal.switch.activate(*wanted)
 
 
 def _override(slot: ModelSlot, model: str | None, api_base: str | None) -> ModelSlot:

@@ -1,11 +1,15 @@
 """One learning cycle for the configured local executor: `temper learn --now` and the daemon's nightly job.
 
 The executor being trained is `[executor] model_dir` (backend "local") plus its current
-version's adapter (`<data_dir>/executor/versions`). Training tasks: the synthetic suite's
-training families and the task folders imported with `temper tasks import`; the gate uses the
-synthetic suite's held-out families. A cycle works in `<data_dir>/learner/cycles/<started>/`;
-one interrupted (Ctrl-C, a crash) resumes from its checkpoint when `temper learn --now` runs
-again within the same day.
+version's adapter (`<data_dir>/executor/versions`). A night (learner/night.py) turns the
+executor episodes recorded since the last finished night into tasks (the newest held out), and
+trains on them, the task folders imported with `temper tasks import` and the synthetic suite's
+training families (drawn in that order of preference); the gate compares on the user's held-out
+tasks and on a frozen regression suite (the synthetic suite's held-out families, always the same
+instances). Replays run in `[sandbox] backend` under `[sandbox] timeout_s`. A cycle works in
+`<data_dir>/learner/cycles/<started>/`; one interrupted (Ctrl-C, a crash) resumes from its
+checkpoint when `temper learn --now` runs again within the same day. The harvest window's end is
+kept in `<data_dir>/learner/collected_until`, written when a night finishes.
 """
 
 from __future__ import annotations
@@ -17,15 +21,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from connectors.config import Config
+    from learner.night import NightSettings
+
+REGRESSION_SEED = 0  # the synthetic suite's held-out instances every night compares on
+COLLECTED_FILE = "collected_until"  # the end of the last finished night's harvest window
 
 
 class LearnerSetupError(Exception):
     """The config does not name an executor the learner can train."""
-
-
-async def nightly_cycle(config: Config, store: object) -> str:
-    """The daemon's scheduled job: one cycle within the night's budget; its one-line summary."""
-    return (await run_learning_cycle(config, minutes=120.0, say=lambda _line: None)).splitlines()[0]
 
 
 async def run_learning_cycle(
@@ -35,12 +38,18 @@ async def run_learning_cycle(
     say: Callable[[str], object],
     iterations: int = 500,
     per_family: int = 8,
+    progress: Callable[[dict[str, object]], None] | None = None,
 ) -> str:
+    """One cycle; its report's text. `progress` receives the cycle's events as they happen
+    (connectors/nightly/progress.py keeps them for `temper status`): {"phase": "collect",
+    "iterations", "deadline"}, {"phase": "train", "iteration", "iterations", "reward"} after each
+    iteration (may raise to stop the cycle there: its checkpoint is written), and {"phase":
+    "done", "summary", "promoted"} at the end."""
     import torch
 
     from connectors.redaction import open_memory
-    from learner import ExecutorVersions, import_tasks, report_cycle, synthetic_suite
-    from learner.cycle import CycleSettings, run_cycle
+    from learner import ExecutorVersions, StepMetrics, import_tasks, report_cycle, synthetic_suite
+    from learner.night import run_night
 
     settings = config.executor
     if settings.backend != "local" or settings.model_dir is None:
@@ -48,39 +57,111 @@ async def run_learning_cycle(
             'temper learn trains a local executor model: set [executor] backend = "local" and '
             "model_dir (e.g. a model from `temper quickstart`, or any Hugging Face causal LM directory)"
         )
-    torch.set_num_threads(1)
+    torch.set_num_threads(config.learner.torch_threads)
+    report_progress = progress or (lambda _event: None)
+    deadline = time.time() + minutes * 60
+    report_progress({"phase": "collect", "iterations": iterations, "deadline": deadline})
     day = time.strftime("%Y%m%d")
-    tasks = synthetic_suite(seed=int(day), per_family=per_family)
+    work_dir = _cycle_dir(config.data_dir, day)
+    seed = int(work_dir.name.replace("-", "")) % (1 << 31)  # a new night, new draws; a resumed one, the same
+    synthetic = synthetic_suite(seed=seed, per_family=per_family)
+    extra_train = [t for t in synthetic if t.split == "train"]
     imported_dir = config.data_dir / "tasks"
     if imported_dir.is_dir():
-        tasks += [task for task in import_tasks(imported_dir, split="train").tasks if not task.needs_docker]
-    train = [t for t in tasks if t.split == "train"]
-    heldout = [t for t in tasks if t.split == "heldout"]
+        imported = import_tasks(imported_dir, split="train").tasks
+        extra_train = [task for task in imported if not task.needs_docker] + extra_train
+    # The regression suite is frozen: the same held-out families and instances every night.
+    regression = [
+        t for t in synthetic_suite(seed=REGRESSION_SEED, per_family=per_family) if t.split == "heldout"
+    ]
     versions = ExecutorVersions(config.data_dir)
     current = versions.current()
-    work_dir = _cycle_dir(config.data_dir, day)
+    since = _collected_until(config.data_dir)
+    started = time.time()
     say(
-        f"cycle in {work_dir}: {len(train)} training tasks, {len(heldout)} held-out, starting from {current.name if current else 'the base model'}"
+        f"cycle in {work_dir}: the episodes since {time.strftime('%Y-%m-%d %H:%M', time.localtime(since))}, "
+        f"{len(extra_train)} imported and synthetic training tasks, {len(regression)} regression tasks, "
+        f"starting from {current.name if current else 'the base model'}"
     )
+
+    def on_iteration(i: int, reward: float, metrics: StepMetrics) -> None:
+        say(f"iteration {i}: train reward {reward:.2f}; {metrics.line()}")
+        report_progress({"phase": "train", "iteration": i + 1, "iterations": iterations, "reward": reward})
+
     # The configured secrets redact the replays' trajectories: an episode that printed one is
     # marked, and never becomes a training row (the report counts it).
     with open_memory(config) as store:
-        result = await run_cycle(
-            Path(settings.model_dir), train, heldout, store, work_dir, versions,
-            CycleSettings(iterations=iterations, seed=int(day), deadline=time.time() + minutes * 60),
-            on_iteration=lambda i, reward, m: say(f"iteration {i}: train reward {reward:.2f}; {m.line()}"),
-            start_adapter=None if current is None else current.directory,
+        night = await run_night(
+            Path(settings.model_dir), store, work_dir, versions, night_settings(config, iterations, seed, deadline),
+            since=since, snapshot_dir=config.data_dir / "snapshots", extra_train=extra_train,
+            regression=regression, say=say, on_iteration=on_iteration,
+            on_phase=lambda phase: report_progress({"phase": phase}),
         )  # fmt: skip
+    result = night.cycle
     report = report_cycle(
         config.data_dir,
         result,
-        cycle=len(versions.list_versions()) + 1,
+        cycle=len(list((config.data_dir / "learner" / "reports").glob("cycle-*"))) + 1,
         model=settings.model_dir,
-        tasks=len(train),
+        tasks=len(extra_train) + sum(task.split == "train" for task in night.harvest.tasks),
         previous=None if current is None else current.name,
     )
-    (work_dir / "done").write_text(report.text + "\n", encoding="utf-8")
-    return report.text
+    outcome = f"promoted {result.version.name}" if result.version else f"refused; {night.serving} stays"
+    text = "\n".join([
+        f"Night of {day}: {outcome} (held-out {result.decision.mean_current:.2f} -> "
+        f"{result.decision.mean_candidate:.2f}); {night.harvest.line()}.",
+        *night.lines()[1:],
+        report.text,
+    ])  # fmt: skip
+    (work_dir / "done").write_text(text + "\n", encoding="utf-8")
+    _write_collected_until(config.data_dir, started)
+    report_progress({
+        "phase": "done",
+        "summary": text.splitlines()[0],
+        "promoted": None if result.version is None else result.version.name,
+    })  # fmt: skip
+    return text
+
+
+def night_settings(config: Config, iterations: int, seed: int, deadline: float | None) -> NightSettings:
+    """The night the config describes: replays in the configured sandbox, under its command
+    timeout ceiling; the harvest's time split and size limit; the gate's margin."""
+    from learner.cycle import CycleSettings
+    from learner.gate import GateSettings
+    from learner.night import NightSettings
+    from learner.replay import ReplaySettings, as_served
+    from learner.tasks import HarvestSettings
+
+    sandbox, ceiling = config.sandbox.backend, config.sandbox.timeout_s
+    replay = ReplaySettings(sandbox=sandbox, command_timeout_s=ceiling)
+    evaluation = as_served(
+        ReplaySettings(group_size=4, seed=10_000, sandbox=sandbox, command_timeout_s=ceiling)
+    )
+    learner = config.learner
+    return NightSettings(
+        cycle=CycleSettings(
+            iterations=iterations, seed=seed, deadline=deadline, replay=replay, evaluation=evaluation,
+            gate=GateSettings(non_inferiority_margin=learner.non_inferiority_margin),
+        ),
+        harvest=HarvestSettings(
+            heldout_fraction=learner.heldout_fraction, max_workspace_bytes=learner.max_workspace_mb << 20
+        ),
+    )  # fmt: skip
+
+
+def _collected_until(data_dir: Path) -> float:
+    """Where the last finished night's harvest stopped (a day ago when none has finished)."""
+    try:
+        return float((data_dir / "learner" / COLLECTED_FILE).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return time.time() - 86_400.0
+
+
+def _write_collected_until(data_dir: Path, until: float) -> None:
+    path = data_dir / "learner" / COLLECTED_FILE
+    temporary = path.with_name(f".{COLLECTED_FILE}.tmp")
+    temporary.write_text(f"{until}\n", encoding="utf-8")
+    temporary.replace(path)
 
 
 def _cycle_dir(data_dir: Path, day: str) -> Path:

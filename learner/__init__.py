@@ -19,7 +19,17 @@ from learner.promote import promote, rollback
 from learner.replay import Attempt, ReplaySettings, replay
 from learner.report import CycleSummary, Progress, report_cycle, write_report
 from learner.rows import Row, RowBatch, RowSettings, RowStats, build_rows
-from learner.tasks import Task, import_tasks, reference_actions, synthetic_suite
+from learner.tasks import (
+    Harvest,
+    HarvestSettings,
+    Task,
+    distillation_examples,
+    export_task,
+    harvest_episodes,
+    import_tasks,
+    reference_actions,
+    synthetic_suite,
+)
 from learner.versions import ExecutorVersions, Version, VersionError, VersionMeta, model_hash
 
 if TYPE_CHECKING:  # for type checkers; at run time these load on first use (__getattr__)
@@ -48,6 +58,11 @@ _HEAVY = {
 }
 
 __all__ = [
+    "Harvest",
+    "HarvestSettings",
+    "distillation_examples",
+    "export_task",
+    "harvest_episodes",
     "Attempt",
     "CycleSummary",
     "Evaluation",

@@ -9,9 +9,13 @@
                          executor and the candidate, and let the gate decide (learner/gate.py);
                          promote the candidate's adapter as a new version if it says yes
 
-Collecting the day's own episodes (issue 4's trajectories) enters through `extra_rows`: rows of
-live episodes that carry a verifier's reward; the synthetic and imported task suites are
-replayed, since GRPO wants groups generated now, by the current policy.
+Two held-out sets: `heldout`, the user's own latest tasks (never trained on), where the candidate
+must be better, and `regression`, a frozen suite where it must not be worse than a margin; with
+no regression set the gate judges `heldout` alone. The day's episodes enter as tasks
+(learner/tasks/episodes.py), replayed like any other, since GRPO wants groups generated now, by
+the policy being trained; learner/night.py puts a night together.
+`train_from` lets training start from another adapter than the current version (a distilled one,
+learner/night.py) while the gate still compares with the version in service.
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ class CycleSettings:
     gate: GateSettings = field(default_factory=GateSettings)
     seed: int = 0
     deadline: float | None = None  # time.time() after which no new iteration starts
+    # How much more often a task is drawn for its source (task_sampling.py): the day's episodes
+    # first, then imported folders, then the synthetic suite.
+    source_weights: dict[str, float] = field(
+        default_factory=lambda: {"episode": 4.0, "tbench": 2.0, "synthetic": 1.0}
+    )
 
     def __post_init__(self) -> None:
         # Versions are adapters on the base model (learner/versions.py, activation.py); a whole
@@ -72,6 +81,8 @@ class CycleResult:
     decision: GateDecision
     version: Version | None
     adapter_dir: Path
+    regression_current: Evaluation | None = None  # None: no regression set
+    regression_candidate: Evaluation | None = None
 
     @property
     def secret_episodes(self) -> int:
@@ -89,18 +100,33 @@ async def run_cycle(
     settings: CycleSettings,
     on_iteration: Callable[[int, float, StepMetrics], None] | None = None,
     start_adapter: Path | None = None,
+    *,
+    regression: Sequence[Task] = (),
+    train_from: Path | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> CycleResult:
-    """`work_dir` is this cycle's own directory; `start_adapter`: continue the current version."""
+    """`work_dir` is this cycle's own directory; `start_adapter`: the current version's adapter
+    (None: the base model is in service); `train_from`: the adapter training starts from, when
+    not the current one; `on_phase("train" | "gate")` as the cycle moves on."""
+    if not heldout and not regression:
+        raise ValueError("the gate needs held-out tasks: give heldout or regression tasks")
+    if not heldout:  # no user tasks held out yet: the regression suite is the whole evidence
+        heldout, regression = regression, ()
     current_model = LocalModel.load(model_dir)
     if start_adapter is not None:
         current_model.load_adapter("current", start_adapter)
     current_backend = LocalBackend(current_model, adapter="current" if start_adapter is not None else None)
     # Checkpoints of this cycle only: the trainer resumes from what it finds there.
     trainer = GRPOTrainer(
-        LocalModel.load(model_dir), settings.train, work_dir / "checkpoints", start_adapter=start_adapter
-    )
+        LocalModel.load(model_dir), settings.train, work_dir / "checkpoints",
+        start_adapter=train_from or start_adapter,
+    )  # fmt: skip
     policy = LocalBackend(trainer.policy.sampler)
-    sampler = TaskSampler(train, settings.task_sampling, random.Random(settings.seed))
+    sampler = TaskSampler(
+        train, settings.task_sampling, random.Random(settings.seed), source_weights=settings.source_weights
+    )
+    if on_phase is not None:
+        on_phase("train")
     steps: list[StepMetrics] = []
     rewards: list[tuple[int, float]] = []
     # A cycle interrupted and started again in the same directory resumes from its checkpoint.
@@ -126,13 +152,27 @@ async def run_cycle(
         if on_iteration is not None:
             on_iteration(iteration, reward, metrics)
     adapter_dir = trainer.save_adapter(work_dir / "candidate")
-    current = await evaluate(
-        heldout, current_backend, store, work_dir / "snapshots", settings.evaluation, "gate-current"
+    if on_phase is not None:
+        on_phase("gate")
+    snapshots = work_dir / "snapshots"
+    current = await evaluate(heldout, current_backend, store, snapshots, settings.evaluation, "gate-current")
+    candidate = await evaluate(heldout, policy, store, snapshots, settings.evaluation, "gate-candidate")
+    regression_current = regression_candidate = None
+    if regression:
+        regression_current = await evaluate(
+            regression, current_backend, store, snapshots, settings.evaluation, "regression-current"
+        )
+        regression_candidate = await evaluate(
+            regression, policy, store, snapshots, settings.evaluation, "regression-candidate"
+        )
+    decision = decide(
+        current.results,
+        candidate.results,
+        settings.gate,
+        regression=None
+        if regression_current is None or regression_candidate is None
+        else (regression_current.results, regression_candidate.results),
     )
-    candidate = await evaluate(
-        heldout, policy, store, work_dir / "snapshots", settings.evaluation, "gate-candidate"
-    )
-    decision = decide(current.results, candidate.results, settings.gate)
     version = None
     if decision.promote:
         meta = VersionMeta(
@@ -143,4 +183,7 @@ async def run_cycle(
             gate=decision.as_dict(),
         )
         version = promote(versions, adapter_dir, meta)
-    return CycleResult(steps, rewards, current, candidate, decision, version, adapter_dir)
+    return CycleResult(
+        steps, rewards, current, candidate, decision, version, adapter_dir,
+        regression_current, regression_candidate,
+    )  # fmt: skip

@@ -1,6 +1,7 @@
 """Replaying tasks with an executor: G attempts per task, each in a fresh sandbox started from
 the task's snapshot, through the runtime's own executor loop, recorded at token level and
-scored by the task's verifier.
+scored by the task's verifier (or, for a task harvested from an episode, by its reference
+outcome: the attempt's file changes, command outputs and final answer; learner/tasks/outcome.py).
 
 The attempts at one task form a group (GRPO compares them with each other); its id is
 f"{label}:{task.id}". Each attempt's sampling seed comes from (seed, task, attempt), so two
@@ -13,7 +14,8 @@ Nothing asks a person here: commands the policy wants approved are declined.
 The commands are a model's, so every attempt runs in an isolating sandbox: `sandbox = "auto"`
 is resolved once per replay to the strongest backend that works here (docker, then bwrap),
 SandboxUnavailable when none does; `local` only when the operator names it, with an
-IsolationWarning. Each episode records the backend it ran in.
+IsolationWarning. Each episode records the backend it ran in. `command_timeout_s` caps every
+command's timeout as `[sandbox] timeout_s` caps the runtime's.
 `as_served(settings)` is how held-out tasks are replayed: with constrained sampling.
 """
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learner.batching import BatchSampler, GroupBatcher
-from learner.tasks import Task, isolating_backend, task_snapshot, verify
+from learner.tasks import AttemptTrace, Task, isolating_backend, shell_tool_output, task_snapshot, verify
 from memory import MemoryStore
 from runtime import BackendName, Snapshot, open_sandbox
 from runtime.executor import ExecutorBackend, SamplingParams
@@ -44,6 +46,8 @@ class ReplaySettings:
     sandbox: BackendName = "auto"  # "local" runs model-written commands unisolated: only by choice
     seed: int = 0
     concurrent_tasks: int = 4  # tasks replayed at once: at most this x group_size sandboxes
+    # The most seconds any command of a replay may run (`[sandbox] timeout_s`); None: the task's own.
+    command_timeout_s: float | None = None
     executor: ExecutorSettings = field(
         default_factory=lambda: ExecutorSettings(
             max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=96)
@@ -126,7 +130,9 @@ async def _attempt(
             store, snapshot_dir, split=task.split, group_id=f"{label}:{task.id}",
             verifier=task.verifier, initial_snapshot=snapshot,
         )  # fmt: skip
-        context = ToolContext(user=LEARNER_USER, sandbox=sandbox, memory=store)
+        context = ToolContext(
+            user=LEARNER_USER, sandbox=sandbox, memory=store, command_timeout_s=settings.command_timeout_s
+        )
         episode_id = await recorder.start(task.instruction, backend.name, context)
         run = ExecutorRun()
         try:
@@ -136,7 +142,8 @@ async def _attempt(
             )  # fmt: skip
         finally:
             await recorder.finish(episode_id, run)
-        passed = await verify(task, sandbox)
+        trace = AttemptTrace(tuple(shell_tool_output(output) for output in run.outputs), run.answer)
+        passed = await verify(task, sandbox, trace)
     reward = 1.0 if passed else 0.0
     store.episodes.record_reward(episode_id, reward, "verifier", "check passed" if passed else "check failed")
     return Attempt(

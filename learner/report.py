@@ -145,12 +145,19 @@ def summary_text(summary: CycleSummary, plot: Path | None = None) -> str:
     parts = [
         f"Learning cycle {summary.cycle} trained the executor ({summary.model}) with GRPO on "
         f"{summary.episodes} episodes of {summary.tasks} tasks in {summary.steps} steps{reward}.",
-        f"On {gate.pairs} held-out task-seed pairs, success went from {gate.mean_current:.2f} "
-        f"({previous}) to {gate.mean_candidate:.2f} (candidate): {gate.mean_diff:+.2f}, "
-        f"{gate.confidence:.0%} interval [{gate.ci_low:+.2f}, {gate.ci_high:+.2f}]; parse failures "
-        f"{gate.parse_failures[0]} -> {gate.parse_failures[1]}, timeouts {gate.timeouts[0]} -> "
-        f"{gate.timeouts[1]}.",
+        f"On {gate.tasks} held-out tasks ({gate.pairs} task-seed pairs), success went from "
+        f"{gate.mean_current:.2f} ({previous}) to {gate.mean_candidate:.2f} (candidate): "
+        f"{gate.mean_diff:+.2f}, {gate.confidence:.0%} interval [{gate.ci_low:+.2f}, {gate.ci_high:+.2f}] "
+        f"(tasks resampled); parse failures {gate.parse_failures[0]} -> {gate.parse_failures[1]}, "
+        f"timeouts {gate.timeouts[0]} -> {gate.timeouts[1]}.",
     ]
+    if gate.regression is not None:
+        suite = gate.regression
+        parts.append(
+            f"On the regression suite ({suite.tasks} tasks): {suite.mean_current:.2f} -> "
+            f"{suite.mean_candidate:.2f}, interval [{suite.ci_low:+.2f}, {suite.ci_high:+.2f}] "
+            f"(margin {gate.non_inferiority_margin or 0:.2f})."
+        )
     if summary.secret_episodes:
         parts.append(
             f"{summary.secret_episodes} replayed episodes printed a secret and were left out of training."

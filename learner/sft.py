@@ -27,6 +27,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -100,9 +101,13 @@ def sft(
     *,
     on_epoch: EpochCallback | None = None,
     tokenizer: ExecutorTokenizer | None = None,
+    start_adapter: str | Path | None = None,
 ) -> SFTResult:
-    """Train on `examples` for up to `max_epochs`; see the module docstring."""
-    policy = TrainablePolicy.create(model, settings.lora, tokenizer=tokenizer, seed=settings.seed)
+    """Train on `examples` for up to `max_epochs`; see the module docstring. `start_adapter`: a
+    PEFT adapter to continue (LoRA settings needed), e.g. the executor's current version."""
+    policy = TrainablePolicy.create(
+        model, settings.lora, start_adapter=start_adapter, tokenizer=tokenizer, seed=settings.seed
+    )
     if policy.tokenizer is None:
         raise ValueError("SFT encodes chats: give a LocalModel, or tokenizer=... with a bare model")
     rows = target_rows(policy.tokenizer, examples, settings.max_row_tokens)

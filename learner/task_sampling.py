@@ -18,12 +18,18 @@ has not mastered. A task of a family never replayed weighs 0.25, the most any ta
 family solved 95% of the time, a task not yet replayed weighs about 0.05, and one solved 8 of 8
 times about 0.01. No weight reaches zero, so mastered (or hopeless) tasks are still visited now
 and then. "uniform" draws like `random.sample`.
+
+`source_weights` multiplies a task's weight by the weight of its source (the part of
+`Task.source` before the first ":", e.g. "episode", "tbench", "synthetic"; 1.0 when not named):
+a night draws the day's episode tasks more often than imported ones, and those more often than
+the synthetic suite, which stays in the pool as a regression set. Under "uniform" the weights
+are the source weights alone.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,10 +48,21 @@ class _Tally:
 
 
 class TaskSampler:
-    def __init__(self, tasks: Sequence[Task], how: TaskSampling, rng: random.Random) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        how: TaskSampling,
+        rng: random.Random,
+        *,
+        source_weights: Mapping[str, float] | None = None,
+    ) -> None:
         if how not in ("uniform", "learnability"):
             raise ValueError(f"task sampling must be 'uniform' or 'learnability', not {how!r}")
+        weights = dict(source_weights or {})
+        if any(weight <= 0 for weight in weights.values()):
+            raise ValueError(f"source weights must be positive: {weights}")
         self.tasks = list(tasks)
+        self._source_weight = {task.id: weights.get(task.source.split(":", 1)[0], 1.0) for task in self.tasks}
         self.how = how
         self._rng = rng
         self._family_of = {task.id: task.family for task in self.tasks}
@@ -57,13 +74,15 @@ class TaskSampler:
         return self._tasks[task_id].rate(family, 2.0)
 
     def weight(self, task_id: str) -> float:
+        if self.how == "uniform":
+            return self._source_weight[task_id]
         p = self.success_rate(task_id)
-        return p * (1.0 - p)
+        return p * (1.0 - p) * self._source_weight[task_id]
 
     def draw(self, count: int) -> list[Task]:
         """`count` distinct tasks (all of them when there are fewer)."""
         count = min(count, len(self.tasks))
-        if self.how == "uniform":
+        if self.how == "uniform" and len(set(self._source_weight.values())) <= 1:
             return self._rng.sample(self.tasks, count)
         # Weighted sampling without replacement (Efraimidis-Spirakis): the `count` largest keys
         # u ** (1 / weight), u uniform in (0, 1).

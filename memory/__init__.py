@@ -11,6 +11,7 @@ from .inbox import InboxDepth, InboxItem, Reply
 from .jsonl import ImportReport, export_jsonl, import_jsonl
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .redaction import is_secret_name
+from .routing import BASE_VERSION, Competence, RouteDay, RoutingDecision
 from .secrets import Redaction, Redactor, mask, redact
 from .store import MemoryStore
 from .token_arrays import common_prefix, common_prefix_of
@@ -25,7 +26,9 @@ from .trajectory_records import (
 )
 
 __all__ = [
+    "BASE_VERSION",
     "AddReport",
+    "Competence",
     "EmbeddingUnavailable",
     "Episode",
     "ExecutorEpisode",
@@ -48,6 +51,8 @@ __all__ = [
     "Redaction",
     "Redactor",
     "Reply",
+    "RouteDay",
+    "RoutingDecision",
     "SearchHit",
     "SentenceEmbedder",
     "SessionInfo",

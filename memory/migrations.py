@@ -323,6 +323,45 @@ def m008_inbox_heads_by_kind(db: apsw.Connection) -> None:
     db.execute("create index inbox_pending_kind on inbox(kind, id) where status = 'pending'")
 
 
+def m009_executor_routing(db: apsw.Connection) -> None:
+    # Routing by measured competence (memory/routing.py): the kinds of terminal tasks (clusters of
+    # instructions, runtime/executor/kinds.py), each executor version's held-out success per kind
+    # (appended, newest wins), and every routing decision with the executor episode it produced.
+    db.execute(
+        """
+        create table task_kinds (
+            id integer primary key,
+            signature text not null unique,
+            example text not null,
+            created_at real not null
+        );
+        create table competence (
+            id integer primary key,
+            version text not null,
+            kind text not null,
+            success real not null check (success between 0 and 1),
+            tasks integer not null check (tasks >= 0),
+            measured_at real not null,
+            source text not null
+        );
+        create index competence_version_kind on competence(version, kind, id);
+        create table routing_decisions (
+            id integer primary key,
+            at real not null,
+            session_id integer references sessions(id) on delete set null,
+            episode_id integer references episodes(id) on delete set null,
+            kind text not null,
+            route text not null check (route in ('executor', 'planner')),
+            version text,
+            reason text not null
+        );
+        create index routing_decisions_at on routing_decisions(at);
+        create index routing_decisions_kind on routing_decisions(kind, route, id);
+        create index routing_decisions_episode on routing_decisions(episode_id);
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
@@ -332,6 +371,7 @@ MIGRATIONS: list[Migration] = [
     m006_executor_trajectories,
     m007_daemon_inbox_and_access,
     m008_inbox_heads_by_kind,
+    m009_executor_routing,
 ]
 
 

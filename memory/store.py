@@ -12,6 +12,7 @@ on the same connection and writer, reached as an attribute:
     store.trajectories    executor episodes and their model calls at token level (trajectories.py)
     store.inbox           the daemon's durable inbox and the replies it sends (inbox.py)
     store.access          pairing codes and access grants (access.py)
+    store.routing         kinds of terminal tasks, executor competence, routing decisions (routing.py)
 
 The store is synchronous on purpose: its calls take micro- to milliseconds, and SQLite wants
 one connection used by one thread at a time. Async callers run long operations (import,
@@ -36,6 +37,7 @@ from .inbox import Inbox
 from .migrations import migrate
 from .recent_ids import RecentIds
 from .records import ROLES, AddReport, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
+from .routing import Routing
 from .trajectories import Trajectories
 from .writer import Writer
 
@@ -58,6 +60,7 @@ class MemoryStore:
         self.trajectories = Trajectories(self._writer, self.episodes)
         self.inbox = Inbox(self._writer)
         self.access = Access(self._writer)
+        self.routing = Routing(self._writer)
 
     @classmethod
     def open(cls, path: Path | str) -> "MemoryStore":

@@ -264,6 +264,7 @@ class Agent:
             allowed_commands=standing[1],
             terminal=self.terminal,
             command_timeout_s=self.settings.command_timeout_s,
+            episode_id=turn.episode_id,
         )
         return context
 

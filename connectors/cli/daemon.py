@@ -140,14 +140,16 @@ def status(
 ) -> None:
     """The daemon: its channels, the queue, the schedule's last and next runs, the executor."""
     from connectors.daemon.status import STATUS_FILE, read_report, render
+    from connectors.nightly.progress import read_progress
 
-    report = read_report(get_config(ctx).data_dir / STATUS_FILE)
+    data_dir = get_config(ctx).data_dir
+    report = read_report(data_dir / STATUS_FILE)
     with open_store(ctx) as store:
         depth = store.inbox.depth()
     if as_json:
         typer.echo(json.dumps({"report": report, "pending": depth.pending, "failed": depth.failed}, indent=1))
         return
-    for line in render(report, depth.pending, depth.failed):
+    for line in render(report, depth.pending, depth.failed, learner=read_progress(data_dir)):
         typer.echo(line)
 
 

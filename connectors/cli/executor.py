@@ -4,8 +4,8 @@
     temper executor versions [--json]   every version, oldest first; * marks the current one
     temper executor rollback            point `current` back at the current version's parent
 
-Rollback only moves the pointer: a process that has the executor loaded (the daemon) switches
-when it next activates the current version (`learner.activation.sync`), at its next start.
+Rollback moves the pointer; a running daemon reads it every few seconds and switches its executor
+without a restart (connectors/daemon/service.py), turns in flight finishing on their version.
 """
 
 from __future__ import annotations
@@ -100,9 +100,8 @@ def rollback(ctx: typer.Context) -> None:
         _fail(error)
     typer.echo(f"rolled back: {left} -> {previous.name} ({left} stays on disk)")
     typer.echo(
-        f"A running daemon keeps sampling with {left} until it activates the current version again, "
-        "at its next start: restart it (`systemctl --user restart temper.service`, or stop and start "
-        "`temper daemon`)."
+        f"A running daemon switches to {previous.name} within seconds, without a restart "
+        f"(`temper status` shows the version it serves); turns in flight finish on {left}."
     )
 
 

@@ -1,17 +1,23 @@
-"""`temper learn`: run one learning cycle now (`--now`), or say when the daemon runs the next.
+"""`temper learn`: run one learning cycle now (`--now`), stop the running one (`--cancel`), or
+say when the daemon runs the next.
 
-The cycle itself, what it trains and where it works, is connectors/learning.py.
+The cycle itself, what it trains and where it works, is connectors/learning.py; its progress
+file, its cancellation and its worker process are connectors/nightly/. `--now` runs the cycle
+in this process, with the same progress file and lock as the daemon's worker: `temper status`
+shows it, `temper learn --cancel` stops it, and only one cycle runs per data dir.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from connectors.cli.context import get_config
-from connectors.learning import LearnerSetupError, run_learning_cycle
+
+if TYPE_CHECKING:
+    from connectors.config import Config
 
 app = typer.Typer(
     help="Train the executor on replays of tasks, gate it, promote it.", invoke_without_command=True
@@ -24,6 +30,10 @@ def learn(
     now: Annotated[
         bool, typer.Option("--now", help="Run a cycle now instead of waiting for the daemon's schedule.")
     ] = False,
+    cancel: Annotated[
+        bool,
+        typer.Option("--cancel", help="Stop the running cycle at its next step; the next run resumes it."),
+    ] = False,
     minutes: Annotated[
         float, typer.Option("--minutes", min=1, help="Wall-clock budget for training.")
     ] = 60.0,
@@ -32,21 +42,49 @@ def learn(
     ] = 500,
     per_family: Annotated[int, typer.Option("--per-family", min=1, help="Synthetic tasks per family.")] = 8,
 ) -> None:
-    """Run one learning cycle (--now), or say when the daemon runs the next one."""
+    """Run one learning cycle (--now), stop the running one (--cancel), or say when the daemon runs the next."""
+    from connectors.nightly.progress import read_progress, render_progress, request_cancel
+
     config = get_config(ctx)
+    if now and cancel:
+        typer.echo("temper: --now and --cancel exclude each other", err=True)
+        raise typer.Exit(2)
+    if cancel:
+        pid = request_cancel(config.data_dir)
+        if pid is None:
+            typer.echo("No learning cycle is running.")
+            raise typer.Exit(1)
+        typer.echo(
+            f"Asked the learning cycle (pid {pid}) to stop: it stops after its current step, "
+            "and the next run (`temper learn --now`, or tonight's) resumes from there."
+        )
+        return
     if not now:
         typer.echo(
             "The daemon runs a learning cycle nightly (its [daemon] learner schedule; `temper status` shows the next run)."
         )
+        line = render_progress(read_progress(config.data_dir))
+        if line is not None:
+            typer.echo(f"Learning cycle: {line}")
         typer.echo("Run one now with `temper learn --now`.")
         return
+    _run_now(config, minutes=minutes, iterations=iterations, per_family=per_family)
+
+
+def _run_now(config: Config, *, minutes: float, iterations: int, per_family: int) -> None:
+    from connectors.learning import LearnerSetupError
+    from connectors.nightly.worker import CycleBusy, run_watched_cycle
+
     try:
-        summary = asyncio.run(
-            run_learning_cycle(
-                config, minutes=minutes, iterations=iterations, per_family=per_family, say=typer.echo
+        outcome = asyncio.run(
+            run_watched_cycle(
+                config, say=typer.echo, minutes=minutes, iterations=iterations, per_family=per_family
             )
         )
-    except LearnerSetupError as error:
+    except (LearnerSetupError, CycleBusy) as error:
         typer.echo(f"temper: {error}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(summary)
+    if outcome.phase == "cancelled":
+        typer.echo("The cycle was cancelled; `temper learn --now` resumes it from its last step.", err=True)
+        raise typer.Exit(1)
+    typer.echo(outcome.report)

@@ -138,10 +138,8 @@ async def _run(where: Path, seed: int, minutes: float, quick: bool) -> int:
         deadline=grpo_deadline,
     )
     # The gate as the nightly cycle runs it (parse failures and timeouts must not rise at all;
-    # held-out replies are constrained, and close in time to parse), but fewer pairs in --quick.
-    gate = replace(
-        cycle_settings.gate, min_pairs=min(cycle_settings.gate.min_pairs, len(test) * evaluation.group_size)
-    )
+    # held-out replies are constrained, and close in time to parse), but fewer tasks in --quick.
+    gate = replace(cycle_settings.gate, min_tasks=min(cycle_settings.gate.min_tasks, len(test)))
     cycle_settings = replace(cycle_settings, gate=gate)
     result = await run_cycle(
         warm.model_dir, train, test, store, where, versions, cycle_settings,

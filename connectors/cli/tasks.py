@@ -3,10 +3,15 @@
 The shapes of these commands are a contract other tools script against:
   temper tasks import DIR [--split heldout|train]   copy task folders into <data_dir>/tasks/
   temper tasks check [DIR] [--jobs N]                run each reference and an empty attempt
+  temper tasks from-episodes [--since T] --out DIR   the day's episodes as task folders
 DIR holds task folders in the terminal-bench 2 / Harbor layout (instruction.md, task.toml,
 environment/, tests/test.sh, solution/solve.sh), or is one. `check` defaults to the imported
 tasks, uses the configured sandbox backend, and exits 1 when a task is unsound: its reference
-fails its verifier, or an empty attempt passes it.
+fails its verifier, or an empty attempt passes it. `from-episodes` turns the live executor
+episodes since T (default: the last 24 hours) into tasks scored by their reference outcome
+(learner/tasks/episodes.py), replayed in the configured sandbox, and writes each as a folder
+under DIR that `temper tasks check DIR` runs; it prints how many episodes became tasks and why
+the others did not.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from connectors.cli.context import get_config
 if TYPE_CHECKING:
     from connectors.config import Config
     from learner.tasks import ImportedTasks, Split, Task, TaskCheck
-    from runtime.sandbox import BackendName
+    from runtime.sandbox import BackendName, SandboxOptions
 
 app = typer.Typer(help="Import terminal-bench / Harbor task folders and check them.", no_args_is_help=True)
 
@@ -89,6 +94,62 @@ def check(
     typer.echo(f"\n{sound} sound, {unsound} unsound, {unknown} not told (not run, or no reference)")
     if unsound:
         raise typer.Exit(1)
+
+
+@app.command("from-episodes")
+def from_episodes(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", help="Where to write the task folders.")],
+    since: Annotated[
+        str,
+        typer.Option(
+            "--since", help="From this time: ISO date/time (UTC unless it says) or an age (24h, 7d)."
+        ),
+    ] = "24h",
+) -> None:
+    """Turn the day's executor episodes into Harbor / terminal-bench task folders."""
+    from connectors.cli.memory import open_store
+    from connectors.cli.trajectories import parse_time
+    from learner.tasks import TaskError, export_task, harvest_episodes
+    from runtime.sandbox import IsolationWarning
+
+    config = get_config(ctx)
+    start = parse_time(since)
+    backend, options = _sandbox(config)
+    with open_store(ctx) as store, warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolationWarning)  # said once, by _sandbox
+        harvest = asyncio.run(
+            harvest_episodes(
+                store, config.data_dir / "snapshots", since=start, backend=backend, options=options
+            )
+        )
+    written = 0
+    for task in harvest.tasks:
+        try:
+            folder = export_task(task, out)
+        except TaskError as error:
+            typer.echo(f"not written: {error}", err=True)
+            continue
+        written += 1
+        typer.echo(f"{task.id:<12} {task.split:<8} {folder}")
+    typer.echo(harvest.line())
+    typer.echo(f"wrote {written} task folders to {out}")
+
+
+def _sandbox(config: Config) -> tuple[BackendName, SandboxOptions]:
+    """The configured sandbox backend, resolved once ("auto" probes), and its options."""
+    from runtime.sandbox import Limits, SandboxOptions, SandboxUnavailable, choose_backend
+
+    settings = config.sandbox
+    options = SandboxOptions(limits=Limits(memory_bytes=settings.memory_mb << 20), network=settings.network)
+    try:
+        chosen = asyncio.run(choose_backend(settings.backend, options))
+    except SandboxUnavailable as error:
+        typer.echo(f"temper: {error}", err=True)
+        raise typer.Exit(2) from None
+    if chosen.warning:
+        typer.echo(f"warning: {chosen.warning}", err=True)
+    return cast("BackendName", chosen.name), options
 
 
 def _row(result: TaskCheck) -> None:

@@ -6,7 +6,10 @@
   by this process alone), build the agent, start a supervisor per enabled channel
   (connectors/daemon/supervisor.py), the dispatcher (connectors/daemon/dispatch.py) and the schedule
   (connectors/daemon/schedule.py); tell systemd we are ready.
-- main_loop: until `should_exit`, refresh the report (`daemon.json`, read by `temper status`).
+- main_loop: until `should_exit`, refresh the report (`daemon.json`, read by `temper status`),
+  and every `version_poll_s` make the executor serve the version `<data_dir>/executor/current`
+  names (a promotion, `temper executor rollback`) without a restart; turns in flight finish on
+  the version they started with.
 - shutdown: stop handing out messages; let the turns in flight finish, for at most
   `drain_timeout_s`; then cancel what is left (those items stay in the inbox and resume at the
   next start), stop the channels and the schedule, close the agent and the store.
@@ -33,17 +36,21 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
-from connectors.assembly import Assembled, build_agent
+from connectors.assembly import Assembled, build_agent, follow_current_version
 from connectors.config import Config
 from connectors.daemon.access import Access, PairingPolicy, allowlists
 from connectors.daemon.channels import ChannelFactory, enabled_channels
 from connectors.daemon.dispatch import Dispatcher, DispatchSettings
 from connectors.daemon.inbox import Inbox
+from connectors.daemon.nightly import announce_to_chats, learner_job
 from connectors.daemon.schedule import Cron, Job, Scheduler
 from connectors.daemon.status import STATUS_FILE, DaemonReport, job_history, read_report, write_report
 from connectors.daemon.supervisor import ChannelSupervisor, RestartPolicy
 from connectors.daemon.systemd import notify
-from memory import MemoryStore
+from connectors.nightly.progress import read_progress
+from connectors.nightly.runner import NightlyRun, NightlySettings
+from memory import BASE_VERSION, MemoryStore
+from runtime.executor import ExecutorError
 
 log = logging.getLogger("temper.daemon")
 
@@ -67,10 +74,12 @@ class ScheduleSettings:
 class DaemonSettings:
     drain_timeout_s: float = 30.0
     status_interval_s: float = 5.0
+    version_poll_s: float = 2.0  # how often the executor version pointer is read
     dispatch: DispatchSettings = field(default_factory=DispatchSettings)
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     pairing: PairingPolicy = field(default_factory=PairingPolicy)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    learner: NightlySettings = field(default_factory=NightlySettings)
 
     @classmethod
     def from_config(
@@ -122,6 +131,8 @@ class Daemon:
         self.dispatcher: Dispatcher | None = None
         self.scheduler: Scheduler | None = None
         self.inbox: Inbox | None = None
+        self._version_error: str | None = None  # the last executor version failure logged
+        self.learner: NightlyRun | None = None  # the nightly cycle's worker, when there is a learner
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -185,23 +196,56 @@ class Daemon:
 
     async def main_loop(self) -> None:
         next_report = time.monotonic() + self.settings.status_interval_s
+        next_version = time.monotonic()  # at once: a server may not have the current version yet
         while not self.should_exit:
             await asyncio.sleep(0.1)
             for task in self._tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise DaemonError(f"the {task.get_name()} stopped: {task.exception()!r}")
+            if time.monotonic() >= next_version:
+                if await self.follow_executor_version():
+                    next_report = 0.0  # show the new version now
+                next_version = time.monotonic() + self.settings.version_poll_s
             if time.monotonic() >= next_report:
                 self.report()
                 next_report = time.monotonic() + self.settings.status_interval_s
 
+    async def follow_executor_version(self) -> bool:
+        """Serve the executor version the pointer names, if it changed; True when it switched.
+        A version that cannot be read or loaded is logged once, and the old one keeps serving."""
+        if self._assembled is None:
+            return False
+        try:
+            switched = await follow_current_version(self.config, self._assembled.terminal)
+        except (RuntimeError, ExecutorError, OSError) as error:  # VersionError is a RuntimeError
+            if str(error) != self._version_error:
+                log.warning("the executor keeps serving %s: %s", self._executor_version(), error)
+            self._version_error = str(error)
+            return False
+        self._version_error = None
+        if switched:
+            log.info("the executor now serves %s", self._executor_version())
+        return switched
+
+    def _executor_version(self) -> str | None:
+        terminal = None if self._assembled is None else self._assembled.terminal
+        return None if terminal is None or terminal.switch is None else terminal.version or BASE_VERSION
+
     async def shutdown(self) -> None:
         notify("STOPPING=1")
         self._state = "draining"
+        learner_stopped = (  # it stops at its next iteration boundary while the turns drain, or is killed
+            asyncio.create_task(self.learner.stop(0 if self.force_exit else self.settings.drain_timeout_s))
+            if self.learner is not None
+            else None
+        )
         if self.dispatcher is not None:
             self.report()
             left = await self.dispatcher.drain(self.settings.drain_timeout_s, self._forced)
             if left:
                 log.warning("%d item(s) still in flight were stopped; they resume at the next start", left)
+        if learner_stopped is not None:
+            await learner_stopped
         log.info("stopping the channels and the schedule")
         for task in self._tasks:
             task.cancel()
@@ -248,8 +292,13 @@ class Daemon:
 
         jobs = [Job("memory-maintenance", Cron.parse(schedule.maintenance), maintain)]
         jobs.append(Job("inbox-prune", Cron.parse(schedule.prune), prune))
-        learner = learner_job(self.config, store, Cron.parse(schedule.learner))
+        self.learner = NightlyRun(self.config, self.settings.learner)
+        learner = learner_job(self.config, Cron.parse(schedule.learner), self.learner, self.announce)
         return jobs + ([learner] if learner is not None else [])
+
+    async def announce(self, text: str) -> None:
+        """Send `text` (the learner's report) to the `[learner] report_to` chats."""
+        await announce_to_chats(self.supervisors, self.config.learner.report_to, text)
 
     def report(self) -> None:
         """Write `daemon.json` (see connectors/daemon/status.py)."""
@@ -281,18 +330,10 @@ class Daemon:
                 "duplicates_dropped": 0 if self.inbox is None else self.inbox.duplicates,
             },
             jobs=jobs,
+            executor_version=self._executor_version(),
+            learner=read_progress(self.config.data_dir),
         )
         write_report(self.status_path, report)
-
-
-def learner_job(config: Config, store: MemoryStore, cron: Cron) -> Job | None:
-    """The learner's nightly cycle (connectors/learning.py) as a job, when there is a local
-    executor model to train (`[executor] backend = "local"` with a model_dir); else None."""
-    if config.executor.backend != "local" or config.executor.model_dir is None:
-        return None
-    from connectors.learning import nightly_cycle  # torch and the learner load on first run
-
-    return Job("learner", cron, lambda: nightly_cycle(config, store))
 
 
 def _take_lock(path: Path) -> IO[str]:

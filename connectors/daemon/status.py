@@ -7,7 +7,8 @@ a channel changes state; `temper status` reads it, and the queue straight from t
      "queue": {"pending": 0, "failed": 0, "in_flight": 0, "approvals_open": 0},
      "jobs": {"memory-maintenance": {"schedule": "0 4 * * 0", "next_run": "2026-11-08T04:00:00",
               "last": {"started_at": ..., "finished_at": ..., "ok": true, "detail": "..."}}},
-     "executor_version": null}
+     "executor_version": null,
+     "learner": {"phase": "train", "iteration": 3, "iterations": 500, ...}}   # connectors/nightly/progress.py
 
 Written atomically (a temporary file renamed over it): a reader never sees half a report.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 from connectors.daemon.schedule import JobRun
 from connectors.daemon.supervisor import ChannelState
+from connectors.nightly.progress import render_progress
 
 STATUS_FILE = "daemon.json"
 LEARNER_JOB = "learner"
@@ -39,6 +41,7 @@ class DaemonReport:
     queue: dict[str, int] = field(default_factory=dict)
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     executor_version: str | None = None
+    learner: dict[str, Any] | None = None  # the learning cycle's progress file, as last read
 
 
 def write_report(path: Path, report: DaemonReport) -> None:
@@ -78,8 +81,15 @@ def is_alive(pid: int) -> bool:
     return True
 
 
-def render(report: dict[str, Any] | None, pending: int, failed: int, now: float | None = None) -> list[str]:
-    """`temper status` lines: the daemon, each channel, the queue, the schedule, the executor."""
+def render(
+    report: dict[str, Any] | None,
+    pending: int,
+    failed: int,
+    now: float | None = None,
+    learner: dict[str, Any] | None = None,
+) -> list[str]:
+    """`temper status` lines: the daemon, each channel, the queue, the schedule, the learning
+    cycle (`learner`: its progress file, read live; else as the report last saw it), the executor."""
     now = time.time() if now is None else now
     if report is None:
         lines = ["daemon:    not running (it has never run with this data dir)"]
@@ -114,6 +124,9 @@ def render(report: dict[str, Any] | None, pending: int, failed: int, now: float 
         lines.append(f"{name + ':':<10} {_job_line(job)}")
     if LEARNER_JOB not in jobs:
         lines.append("learner:   no learner installed (no nightly cycle yet)")
+    cycle = render_progress(learner or (report or {}).get("learner"), now)
+    if cycle is not None:
+        lines.append(f"cycle:     {cycle}")
     version = (report or {}).get("executor_version")
     lines.append(f"executor:  {version or 'none (no executor model promoted yet)'}")
     return lines

@@ -7,6 +7,10 @@
     isolating_backend        the sandbox they run in: the strongest isolating one, never a silent local
     reference_actions        a reference as the executor's JSON actions (warm-start targets)
     check_tasks              soundness: the reference passes and the empty attempt fails
+    Outcome, AttemptTrace    a reference outcome (file changes + answer) and what an attempt said
+    harvest_episodes         the day's executor episodes as sound tasks scored by their outcome
+    distillation_examples    the planner's successful executor calls as supervised targets
+    export_task              a task with an outcome as a Harbor / terminal-bench 2 folder
 
 Exceptions: TaskError > TaskFormatError.
 """
@@ -14,11 +18,29 @@ Exceptions: TaskError > TaskFormatError.
 from learner.tasks.attempts import (
     AttemptResult,
     isolating_backend,
+    observe_outcome,
     prepare_workspace,
     run_attempt,
     run_reference,
+    start_state,
     task_snapshot,
     verify,
+)
+from learner.tasks.episodes import (
+    Harvest,
+    HarvestSettings,
+    distillation_examples,
+    episode_reward,
+    harvest_episodes,
+)
+from learner.tasks.harbor_export import ANSWER_FILE, export_task
+from learner.tasks.outcome import (
+    AttemptTrace,
+    FileChanges,
+    Outcome,
+    normalise_answer,
+    shell_tool_output,
+    workspace_state,
 )
 from learner.tasks.soundness import TaskCheck, check_task, check_tasks
 from learner.tasks.synthetic import synthetic_suite
@@ -33,13 +55,19 @@ from learner.tasks.task import Split, Task, TaskError, TaskFormatError, referenc
 from learner.tasks.tbench import ImportedTasks, SkippedFolder, import_tasks, is_task_dir, load_task_dir
 
 __all__ = [
+    "ANSWER_FILE",
     "DEFAULT_HELDOUT",
     "FAMILY_NAMES",
     "GRID_FAMILIES",
     "GRID_HELDOUT",
     "GRID_VERIFIER_ONLY",
     "AttemptResult",
+    "AttemptTrace",
+    "FileChanges",
+    "Harvest",
+    "HarvestSettings",
     "ImportedTasks",
+    "Outcome",
     "SkippedFolder",
     "Split",
     "Task",
@@ -48,15 +76,24 @@ __all__ = [
     "TaskFormatError",
     "check_task",
     "check_tasks",
+    "distillation_examples",
+    "episode_reward",
+    "export_task",
+    "harvest_episodes",
     "import_tasks",
     "is_task_dir",
     "isolating_backend",
     "load_task_dir",
+    "normalise_answer",
+    "observe_outcome",
     "prepare_workspace",
     "reference_actions",
     "run_attempt",
     "run_reference",
+    "shell_tool_output",
+    "start_state",
     "synthetic_suite",
     "task_snapshot",
     "verify",
+    "workspace_state",
 ]

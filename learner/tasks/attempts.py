@@ -2,9 +2,11 @@
 
     prepare_workspace(task, sandbox)      write the task's files into a started sandbox
     task_snapshot(task, store)            the same workspace as a content-addressed snapshot
-    verify(task, sandbox)                 copy in the verifier's files, run the check: exit 0
+    verify(task, sandbox, trace)          copy in the verifier's files, run the check: exit 0;
+                                          or, for a task with an `outcome`, compare with it
     run_attempt(task, commands, backend)  a fresh sandbox, the commands, the verdict
     run_reference(task, backend)          run_attempt with the task's reference solution
+    observe_outcome(task, commands, ...)  what commands do to the task's workspace (outcome.py)
     isolating_backend(backend, options)   the backend tasks will run in, resolved once
 
 Task commands are model-written or imported (a terminal-bench `tests/test.sh` is anyone's
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import cast
 
+from learner.tasks.outcome import AttemptTrace, Outcome, State, diff, files_state, workspace_state
 from learner.tasks.task import FileContent, Task
 from runtime.sandbox import (
     BackendName,
@@ -68,9 +71,30 @@ async def task_snapshot(task: Task, store: Path) -> Snapshot:
         return await asyncio.to_thread(take_snapshot, root, Path(store))
 
 
-async def verify(task: Task, sandbox: Sandbox) -> bool:
-    """Whether the workspace in `sandbox` passes the task's check."""
-    return (await _check(task, sandbox)).ok
+async def verify(task: Task, sandbox: Sandbox, trace: AttemptTrace | None = None) -> bool:
+    """Whether the workspace in `sandbox` passes the task's check. A task with an `outcome` is
+    scored against it, with `trace` (the attempt's command outputs and final answer; none when
+    omitted) for the answer; other tasks ignore `trace`."""
+    passed, _ = await _verdict(task, sandbox, trace or AttemptTrace())
+    return passed
+
+
+def start_state(task: Task) -> State:
+    """The outcome state of the task's initial workspace."""
+    return files_state(task.files, task.executable)
+
+
+async def observe_outcome(
+    task: Task, commands: Iterable[str], backend: BackendName = "auto", options: SandboxOptions | None = None
+) -> Outcome:
+    """Run `commands` in a fresh sandbox started from the task's workspace: the outcome they
+    produce (file changes against the start, and the answer they printed)."""
+    backend = await isolating_backend(backend, options)
+    async with open_sandbox(backend, options=options) as sandbox:
+        await prepare_workspace(task, sandbox)
+        outputs = [(await sandbox.run(command, task.timeout_s)).output for command in commands]
+        end = await asyncio.to_thread(workspace_state, sandbox.workspace)
+    return Outcome.observed(start_state(task), end, outputs)
 
 
 async def isolating_backend(backend: BackendName, options: SandboxOptions | None = None) -> BackendName:
@@ -95,18 +119,21 @@ async def run_attempt(
     """Run `commands` in a fresh sandbox started from the task's workspace, then verify."""
     started = time.perf_counter()
     transcript: list[str] = []
+    outputs: list[str] = []
     backend = await isolating_backend(backend, options)
     async with open_sandbox(backend, options=options) as sandbox:
         await prepare_workspace(task, sandbox)
         if with_reference_files:
             await _write_all(sandbox, task, task.reference_files)
         for command in commands:
-            transcript.append(_render(await sandbox.run(command, task.timeout_s)))
+            result = await sandbox.run(command, task.timeout_s)
+            outputs.append(result.output)
+            transcript.append(_render(result))
         if with_reference_files and task.reference_files:
             await sandbox.run("rm -rf -- " + " ".join(_top_levels(task.reference_files)), 30)
-        check = await _check(task, sandbox)
-    transcript.append(_render(check, prefix="verifier"))
-    return AttemptResult(check.ok, "\n".join(transcript), time.perf_counter() - started)
+        passed, verdict = await _verdict(task, sandbox, AttemptTrace(tuple(outputs)))
+    transcript.append(verdict)
+    return AttemptResult(passed, "\n".join(transcript), time.perf_counter() - started)
 
 
 async def run_reference(
@@ -115,6 +142,18 @@ async def run_reference(
     """Run the task's reference solution in a fresh sandbox: (passed, transcript)."""
     result = await run_attempt(task, task.reference, backend, options, with_reference_files=True)
     return result.passed, result.output
+
+
+async def _verdict(task: Task, sandbox: Sandbox, trace: AttemptTrace) -> tuple[bool, str]:
+    """(passed, the verdict rendered for a transcript)."""
+    if task.outcome is None:
+        check = await _check(task, sandbox)
+        return check.ok, _render(check, prefix="verifier")
+    end = await asyncio.to_thread(workspace_state, sandbox.workspace)
+    differences = task.outcome.differences(diff(start_state(task), end), trace)
+    if not differences:
+        return True, "outcome: the reference's file changes and answer reproduced"
+    return False, "outcome: " + "; ".join(differences)
 
 
 async def _check(task: Task, sandbox: Sandbox) -> CommandResult:

@@ -7,6 +7,11 @@ Files the attempt must not see live apart from the workspace and are copied in o
 are needed: `verifier_files` (a terminal-bench task's `tests/`) just before the verifier runs,
 `reference_files` (its `solution/`) just before the reference runs, and removed after it.
 
+A task harvested from an episode (learner/tasks/episodes.py) is scored by its `outcome` instead
+of a shell verifier: the file changes and answer its reference produced, which an attempt must
+reproduce (learner/tasks/outcome.py). Its `verifier` is then `OUTCOME_VERIFIER`, a command that
+fails, so that code which ignores the outcome can never pass an attempt.
+
 `reference_actions` renders a self-contained reference as the executor's JSON actions: one
 action running the commands, then one `task_complete` action. That is the target of supervised
 warm-start, in exactly the format the executor is parsed against (runtime/executor/actions.py).
@@ -22,12 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
+from learner.tasks.outcome import Outcome
+
 Split = Literal["train", "heldout"]
 FileContent = str | bytes
 
 MAX_COMMANDS_PER_ACTION = 8  # runtime/executor/actions.py refuses more in one turn
 RUN_ANALYSIS = "Run the commands that do the task."
 DONE_ANALYSIS = "Done: the commands ran."
+OUTCOME_VERIFIER = "echo 'scored by the reference outcome (learner/tasks/outcome.py)' >&2; exit 1"
 
 
 class TaskError(Exception):
@@ -58,6 +66,7 @@ class Task:
     reference_files: Mapping[str, FileContent] = field(default_factory=dict, hash=False)
     tags: tuple[str, ...] = ()
     docker_needs: tuple[str, ...] = ()  # why it needs its own image; empty: runs in any sandbox
+    outcome: Outcome | None = field(default=None, hash=False)  # when set, it scores, not `verifier`
 
     def __post_init__(self) -> None:
         if self.split not in ("train", "heldout"):

@@ -7,7 +7,9 @@ Backends (each `complete(messages, sampling) -> Completion`, see completion.py):
     PlannerBackend   the planner standing in while no executor model exists
 
 `LocalBackend` and `OpenAIBackend` are also `AdapterHost`s (load / use / unload adapters by
-version). `ExecutorServer` is `temper serve executor`; `build_tiny_model` makes a small model
+version); `ModelSwitch` (switch.py) changes their version while the agent runs, each run pinned
+to the version it started on. `TaskKinds` (kinds.py) groups instructions into kinds of tasks and
+`Router` (routing.py) sends each kind to the executor model or the planner by measured success. `ExecutorServer` is `temper serve executor`; `build_tiny_model` makes a small model
 offline. Logprobs everywhere are raw model log-probabilities (sampling.py says why).
 
 Exceptions (errors.py): ExecutorError > ExecutorLoadError, ExecutorRequestError, ExecutorCallError.
@@ -26,8 +28,11 @@ from runtime.executor.errors import (
     ExecutorLoadError,
     ExecutorRequestError,
 )
+from runtime.executor.kinds import TaskKinds
 from runtime.executor.openai_backend import OpenAIBackend
 from runtime.executor.planner_backend import PlannerBackend
+from runtime.executor.routing import Decision, Router, RoutingSettings
+from runtime.executor.switch import ModelSwitch
 from runtime.executor.tiny import build_tiny_model
 from runtime.executor.tokenization import ExecutorTokenizer
 
@@ -45,6 +50,7 @@ _HEAVY = {
 __all__ = [
     "AdapterHost",
     "Completion",
+    "Decision",
     "ExecutorBackend",
     "ExecutorCallError",
     "ExecutorError",
@@ -54,9 +60,13 @@ __all__ = [
     "ExecutorTokenizer",
     "LocalBackend",
     "LocalModel",
+    "ModelSwitch",
     "OpenAIBackend",
     "PlannerBackend",
+    "Router",
+    "RoutingSettings",
     "SamplingParams",
+    "TaskKinds",
     "build_tiny_model",
 ]
 

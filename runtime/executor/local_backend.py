@@ -131,6 +131,11 @@ class LocalBackend:
         adapter = self._adapter
         return await asyncio.to_thread(self.model.logprobs_of, prompt_ids, completion_ids, adapter=adapter)
 
+    def pinned(self, version: str | None) -> LocalBackend:
+        """A view on the same model that always samples with `version` (loaded, or None for the
+        base model), whatever this backend switches to later: one executor run's backend."""
+        return LocalBackend(self.model, adapter=version)
+
     async def load_adapter(self, version: str, directory: str | Path) -> None:
         """Load a PEFT adapter and sample with it from the next call on."""
         await asyncio.to_thread(self.model.load_adapter, version, directory)

@@ -44,6 +44,7 @@ class ExecutorRun:
 
     answer: str = ""
     commands: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # each command's result as the model saw it, unbounded
     turns: int = 0
     parse_failures: int = 0
     timeouts: int = 0
@@ -111,6 +112,7 @@ async def _run_command(
         output = await shell(context, keystrokes, max(1, math.ceil(timeout_s)))
     except ToolError as error:
         output = f"Error: {error}"
+    run.outputs.append(output)
     if TIMED_OUT_MARK in output:
         run.timeouts += 1
     text, _ = bound_text(output, settings.observation_chars)

@@ -26,6 +26,7 @@ Invariants:
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -135,6 +136,14 @@ class OpenAIBackend:
                 f"the server has no adapter {version!r} loaded: load it first", status=404
             )
         self._adapter = version
+
+    def pinned(self, version: str | None) -> OpenAIBackend:
+        """A view sharing this backend's connection that always asks for `version` (an adapter the
+        server has loaded, or None for the base model): one executor run's backend. Close only
+        the original."""
+        view = copy.copy(self)
+        view._adapter = version
+        return view
 
     async def unload_adapter(self, version: str) -> None:
         await self._post("/unload_lora_adapter", {"lora_name": version})

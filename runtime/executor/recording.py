@@ -5,7 +5,9 @@ the workspace as the executor found it (content-addressed, so identical workspac
 file; skipped, and the episode marked not replayable, when the workspace is larger than
 `max_snapshot_bytes`), the sandbox backend, and the verifier when the task has one. Every call
 is stored as the model produced it (memory/trajectories.py packs the ids), with the messages
-it was given so that secret detection sees the prompt text too.
+it was given so that secret detection sees the prompt text too. An episode started for a chat
+turn is linked to the turn's episode (`parent_episode_id`, from `ToolContext.episode_id`):
+the learner reads the turn's reward (the judge's, or the user's /good and /bad) through it.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class MemoryRecorder:
             verifier=self.verifier,
             session_id=context.session_id,
             user_id=user_id,
+            parent_episode_id=context.episode_id,
         )
 
     async def record(self, episode_id: int, completion: Completion, messages: list[dict[str, Any]]) -> None:

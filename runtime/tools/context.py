@@ -73,6 +73,7 @@ class ToolContext:
     allowed_commands: set[str] = field(default_factory=set)  # commands or fnmatch patterns
     terminal: TerminalRunner | None = None  # the executor, for terminal_task
     command_timeout_s: float | None = None  # the most seconds any command may run; None: no ceiling
+    episode_id: int | None = None  # the chat turn's episode: executor episodes are linked to it
 
     def command_timeout(self, asked_s: float) -> float:
         """The timeout a command that asks for `asked_s` gets: at most the ceiling."""

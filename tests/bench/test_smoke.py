@@ -137,6 +137,27 @@ def test_tools() -> None:
     assert_figures(output, "tools_schema_json_chars:", "policy_vs_shlex_ratio:", "toolbox_call_overhead_us:")
 
 
+@pytest.mark.slow  # ~3-4 min: two days of 6 requests through the real Agent, one night (1 min + its gate)
+def test_week(tmp_path: Path, isolating_backend: str) -> None:
+    """Its sandboxes are "auto": an isolating backend must work here (skipped, or failed in CI)."""
+    output = run_bench(ROOT / "bench/week.py", "--quick", "--days", "2", "--out", str(tmp_path), timeout=900)
+    assert_figures(output, "machine:", "day  requests  exec_share")
+    assert_figures(
+        output,
+        "final_executor_share:",
+        "final_success:",
+        "day1_success:",
+        "planner_tokens_per_task_reduction:",
+        "training_latency_p50_ratio:",
+        "unsandboxed_commands:",
+        "crashes:",
+    )
+    assert (tmp_path / "week.png").stat().st_size > 0
+    # Beyond the figures' presence: on day 1 the planner route runs each task's reference
+    # commands, so every request passes unless the request -> workspace -> verdict path broke.
+    assert_figures(output, "day1_success: 1.000", "crashes: 0")
+
+
 @pytest.mark.slow  # ~10 s: the read attempts without isolation and in bwrap, then the redactor
 def test_security(require_sandbox: Callable[[str], None]) -> None:
     require_sandbox("bwrap")

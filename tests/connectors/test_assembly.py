@@ -27,7 +27,7 @@ def config_at(tmp_path: Path, text: str):
 def test_the_planner_stands_in_for_the_executor_by_default(tmp_path: Path) -> None:
     assembled = build_agent(config_at(tmp_path, ""), {"OPENAI_API_KEY": "sk-test-0123456789"})
     assert assembled.agent.toolbox.names[-1] == "terminal_task"
-    route = assembled.agent.terminal.route()
+    route = assembled.agent.terminal.route("list the files")
     assert route.backend.name == "planner" and route.reason == "no executor model configured"
     assembled.store.close()
 
@@ -47,32 +47,22 @@ def test_an_openai_executor_needs_a_server(tmp_path: Path) -> None:
         )
 
 
-def test_a_local_executor_takes_over_once_its_held_out_success_is_enough(tmp_path: Path) -> None:
+def test_a_local_executor_takes_a_kind_once_its_version_is_measured_on_it(tmp_path: Path) -> None:
     model_dir = build_tiny_model(tmp_path / "tiny", seed=2)
     config = config_at(
-        tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\nthreshold = 0.5\n'
+        tmp_path,
+        f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\nthreshold = 0.5\nexploration = 0\n',
     )
     assembled = build_agent(config, {"OPENAI_API_KEY": "sk-test-0123456789"})
     terminal = assembled.agent.terminal
-    assert isinstance(terminal.model, LocalBackend)
-    assert "no held-out result yet" in terminal.route().reason
-    store = assembled.store
-    for reward in (1.0, 0.0, 1.0):  # held-out episodes the local model ran: mean 0.67
-        episode = store.trajectories.start_executor_episode("task", split="heldout")
-        store.trajectories.record_call(
-            episode,
-            StoredCall(
-                role="executor",
-                model=terminal.model.model.name,
-                prompt_ids=[1, 2],
-                completion_ids=[3],
-                completion_logprobs=[-0.5],
-                finish_reason="stop",
-            ),
-        )
-        store.episodes.record_reward(episode, reward, "verifier", "check")
-    assert terminal.route().backend is terminal.model
-    store.close()
+    assert isinstance(terminal.model, LocalBackend) and terminal.version is None  # no version yet: base
+    query = "Copy the file a.txt to b.txt."
+    assert "base has no held-out result on this kind yet" in terminal.route(query).reason
+    kind = terminal.router.kinds.kind_of(query)
+    assembled.store.routing.record_competence("base", {kind: (0.67, 6)})
+    route = terminal.route("Copy the file notes.txt to old.txt.")  # the same kind
+    assert route.backend is terminal.model and "0.67 on 6 tasks >= 0.50" in route.reason
+    assembled.store.close()
 
 
 def test_configured_secrets_are_redacted_from_trajectories(tmp_path: Path) -> None:

@@ -59,6 +59,6 @@ def test_the_daemon_schedules_the_cycle_only_for_a_local_executor(tmp_path: Path
         f'data_dir = "{tmp_path / "data"}"\n[executor]\nbackend = "local"\nmodel_dir = "{tmp_path}"\n'
     )
     nightly = Cron.parse("0 3 * * *")
-    assert learner_job(load_config(plain, env), None, nightly) is None
-    job = learner_job(load_config(local, env), None, nightly)
+    assert learner_job(load_config(plain, env), nightly) is None
+    job = learner_job(load_config(local, env), nightly)
     assert job is not None and job.name == "learner"

@@ -1,12 +1,22 @@
-"""learner.gate: paired bootstrap promotion decisions on hand-made held-out results."""
+"""learner.gate: task-level bootstrap promotion decisions on hand-made held-out results."""
 
 from __future__ import annotations
 
+import json
+import random
 import time
 
 import pytest
 
-from learner.gate import GateDecision, GateError, GateSettings, HeldoutResult, decide
+from learner.gate import (
+    GateDecision,
+    GateError,
+    GateSettings,
+    HeldoutResult,
+    bootstrap_interval,
+    decide,
+    success_by_kind,
+)
 
 
 def results(
@@ -16,6 +26,15 @@ def results(
     n = len(successes)
     failures, slow = parse_failures or [0] * n, timeouts or [0] * n
     return [HeldoutResult(f"t{i // 3}", i % 3, float(successes[i]), failures[i], slow[i]) for i in range(n)]
+
+
+def attempts(per_task: list[list[int]], prefix: str = "t") -> list[HeldoutResult]:
+    """`per_task[i]` holds task `{prefix}{i}`'s rewards, one per seed."""
+    return [
+        HeldoutResult(f"{prefix}{task}", seed, float(reward))
+        for task, rewards in enumerate(per_task)
+        for seed, reward in enumerate(rewards)
+    ]
 
 
 def refusals(decision: GateDecision) -> list[str]:
@@ -30,7 +49,7 @@ BETTER = [1] * 10 + [0] * 2 + [1] * 18 + [0] * 10
 def test_a_clear_improvement_is_promoted() -> None:
     decision = decide(results(CURRENT), results(BETTER))
     assert decision.promote, decision.reasons
-    assert decision.pairs == 40
+    assert decision.pairs == 40 and decision.tasks == 14
     assert decision.mean_current == pytest.approx(0.3) and decision.mean_candidate == pytest.approx(0.7)
     assert decision.mean_diff == pytest.approx(0.4)
     assert 0 < decision.ci_low < 0.4 < decision.ci_high < 1
@@ -78,16 +97,17 @@ def test_the_failure_tolerance_allows_a_documented_rise() -> None:
 
 
 def test_a_tiny_noisy_sample_is_refused() -> None:
-    decision = decide(results([0, 1, 0, 1, 0, 1]), results([1, 0, 1, 1, 1, 1]))  # +0.33 mean
+    one_seed = [[0], [1], [0], [1], [0], [1]], [[1], [0], [1], [1], [1], [1]]
+    decision = decide(attempts(one_seed[0]), attempts(one_seed[1]))  # +0.33 mean
     assert not decision.promote and decision.ci_low <= 0
-    assert any("6 pairs (at least 10 needed)" in reason for reason in refusals(decision))
+    assert any("6 tasks, 6 pairs (at least 10 tasks needed)" in reason for reason in refusals(decision))
 
 
 def test_a_tiny_sample_that_all_improves_is_still_too_small() -> None:
     decision = decide(results([0, 0, 0]), results([1, 1, 1]))
     assert decision.ci_low == decision.ci_high == 1.0  # every resample agrees
     assert not decision.promote
-    assert refusals(decision) == ["refused: 3 pairs (at least 10 needed)"]
+    assert refusals(decision) == ["refused: 1 task, 3 pairs (at least 10 tasks needed)"]
 
 
 def test_ties_are_not_an_improvement() -> None:
@@ -103,8 +123,9 @@ def test_rewards_other_than_success_pair_up_too() -> None:
 
 
 def test_the_decision_is_deterministic_and_fast() -> None:
-    many_before = results([i % 2 for i in range(300)])
-    many_after = results([(i % 3 > 0) * 1 for i in range(300)])
+    draw = random.Random(7)
+    many_before = results([int(draw.random() < 0.4) for _ in range(300)])
+    many_after = results([int(draw.random() < 0.6) for _ in range(300)])
     started = time.perf_counter()
     first = decide(many_before, many_after)
     assert time.perf_counter() - started < 2.0
@@ -125,8 +146,176 @@ def test_results_must_cover_the_same_pairs() -> None:
 
 
 def test_as_dict_is_plain_json() -> None:
-    import json
-
     data = decide(results(CURRENT), results(BETTER)).as_dict()
     assert json.loads(json.dumps(data)) == data
     assert data["promote"] is True and data["parse_failures"] == [0, 0]
+    assert data["tasks"] == 14 and data["regression"] is None
+
+
+def test_many_identical_attempts_of_few_tasks_are_not_many_pairs_of_evidence() -> None:
+    # 12 tasks x 8 attempts, each task deterministic: 8 tasks flip to solved, 4 flip to failed.
+    before = attempts([[0] * 8] * 8 + [[1] * 8] * 4)
+    after = attempts([[1] * 8] * 8 + [[0] * 8] * 4)
+    settings = GateSettings()
+    by_task = [[1.0] * 8] * 8 + [[-1.0] * 8] * 4
+    pair_low, _ = bootstrap_interval([[d] for diffs in by_task for d in diffs], settings)
+    task_low, task_high = bootstrap_interval(by_task, settings)
+    assert pair_low > 0.1  # 96 "independent" pairs: the old gate would have promoted
+    assert task_low < 0  # 12 tasks: the same evidence is far from conclusive
+
+    decision = decide(before, after, settings)
+    assert (decision.tasks, decision.pairs) == (12, 96)
+    assert decision.mean_diff == pytest.approx(1 / 3)
+    assert (decision.ci_low, decision.ci_high) == (task_low, task_high)
+    assert not decision.promote
+    assert refusals(decision) == [
+        f"refused: mean improvement +0.333, 95% interval [{task_low:+.3f}, {task_high:+.3f}]: "
+        "lower bound not above 0"
+    ]
+
+
+def test_the_pair_level_bootstrap_is_one_cluster_per_pair() -> None:
+    # 20 tasks of one pair each: resampling tasks is resampling pairs.
+    before = [HeldoutResult(f"t{i}", 0, float(i < 6)) for i in range(20)]
+    after = [HeldoutResult(f"t{i}", 0, float(i < 14)) for i in range(20)]
+    decision = decide(before, after)
+    diffs = [b.reward - a.reward for a, b in zip(before, after, strict=True)]
+    by_name = sorted(zip([r.task for r in before], diffs, strict=True))  # the gate orders tasks by name
+    assert (decision.ci_low, decision.ci_high) == bootstrap_interval(
+        [[d] for _, d in by_name], GateSettings()
+    )
+
+
+def test_min_tasks_counts_distinct_tasks_not_attempts() -> None:
+    nine_tasks = decide(attempts([[0] * 5] * 9), attempts([[1] * 5] * 9))  # 45 pairs, all improve
+    assert not nine_tasks.promote and nine_tasks.ci_low == 1.0
+    assert refusals(nine_tasks) == ["refused: 9 tasks, 45 pairs (at least 10 tasks needed)"]
+    ten_tasks = decide(attempts([[0]] * 10), attempts([[1]] * 10))  # 10 pairs, one per task
+    assert ten_tasks.promote and (ten_tasks.tasks, ten_tasks.pairs) == (10, 10)
+    assert decide(attempts([[0] * 5] * 9), attempts([[1] * 5] * 9), GateSettings(min_tasks=9)).promote
+
+
+# Two sets. The user's held-out tasks: 20 tasks x 2 seeds, the candidate solves 14 more of them.
+USER_BEFORE = attempts([[0, 0]] * 14 + [[1, 1]] * 6, "user")
+USER_BETTER = attempts([[1, 1]] * 20, "user")
+# The regression set: 100 tasks x 1 seed, the current executor solves 90.
+REGRESSION_BEFORE = attempts([[1]] * 90 + [[0]] * 10, "reg")
+
+
+def regression_after(lost: int, gained: int = 0) -> list[HeldoutResult]:
+    """The candidate on the regression set: `lost` of the 90 solved tasks lost, `gained` of the
+    10 unsolved solved."""
+    rewards = [[0]] * lost + [[1]] * (90 - lost) + [[1]] * gained + [[0]] * (10 - gained)
+    return attempts(rewards, "reg")
+
+
+def test_improving_on_the_user_set_does_not_excuse_forgetting_the_regression_set() -> None:
+    decision = decide(USER_BEFORE, USER_BETTER, regression=(REGRESSION_BEFORE, regression_after(lost=8)))
+    assert decision.ci_low > 0.4  # the user set alone would promote
+    assert decision.regression is not None and decision.regression.mean_diff == pytest.approx(-0.08)
+    assert not decision.promote
+    low, high = decision.regression.ci_low, decision.regression.ci_high
+    assert refusals(decision) == [
+        f"refused: regression worse: 100 tasks, 100 pairs, mean improvement -0.080, 95% interval "
+        f"[{low:+.3f}, {high:+.3f}]: lower bound not above -0.050"
+    ]
+    assert "ok: held-out better: lower bound above 0 with at least 10 tasks" in decision.reasons
+
+
+def test_a_small_loss_within_the_margin_does_not_block_an_improvement() -> None:
+    settings = GateSettings()
+    decision = decide(USER_BEFORE, USER_BETTER, settings, (REGRESSION_BEFORE, regression_after(lost=1)))
+    assert decision.promote, decision.reasons
+    assert decision.regression is not None and -0.05 < decision.regression.ci_low < 0
+    assert decision.non_inferiority_margin == 0.05
+    assert decision.reasons[1].startswith("ok: regression not worse: 100 tasks, 100 pairs")
+    assert decision.reasons[2] == "ok: held-out better: lower bound above 0 with at least 10 tasks"
+    strict = GateSettings(non_inferiority_margin=0.0)  # then "not worse" means better
+    refused = decide(USER_BEFORE, USER_BETTER, strict, (REGRESSION_BEFORE, regression_after(lost=1)))
+    assert not refused.promote and refusals(refused)[0].startswith("refused: regression worse")
+
+
+def test_an_executor_near_the_ceiling_on_one_set_is_promoted_for_improving_on_the_other() -> None:
+    solved = attempts([[1, 1]] * 20, "user")  # both solve every user task: no room to improve
+    decision = decide(solved, solved, regression=(REGRESSION_BEFORE, regression_after(lost=0, gained=9)))
+    assert decision.promote, decision.reasons
+    assert decision.mean_diff == 0 and decision.ci_low == 0.0  # the flat figures: the held-out set
+    assert decision.regression is not None and decision.regression.ci_low > 0
+    assert refusals(decision) == []
+    assert decision.reasons[:3] == [
+        "ok: held-out not worse: 20 tasks, 40 pairs, mean improvement +0.000, 95% interval "
+        "[+0.000, +0.000]: lower bound above -0.050",
+        f"ok: regression not worse: 100 tasks, 100 pairs, mean improvement +0.090, 95% interval "
+        f"[{decision.regression.ci_low:+.3f}, {decision.regression.ci_high:+.3f}]: lower bound above -0.050",
+        "ok: regression better: lower bound above 0 with at least 10 tasks",
+    ]
+
+
+def test_with_two_sets_the_improvement_needs_min_tasks_on_the_set_that_carries_it() -> None:
+    few = decide(
+        attempts([[0] * 4] * 5, "user"), attempts([[1] * 4] * 5, "user"),  # 5 tasks, all improve
+        regression=(REGRESSION_BEFORE, regression_after(lost=0)),
+    )  # fmt: skip
+    assert few.ci_low == 1.0 and not few.promote
+    assert refusals(few) == [
+        "refused: neither set better: held-out 5 tasks (at least 10 needed), lower bound +1.000; "
+        "regression 100 tasks (at least 10 needed), lower bound +0.000"
+    ]
+    # A small regression set needs no minimum to show it is not worse.
+    small = attempts([[1]] * 3, "reg")
+    assert decide(USER_BEFORE, USER_BETTER, regression=(small, small)).promote
+
+
+def test_failures_and_timeouts_count_over_both_sets() -> None:
+    noisy = [HeldoutResult(r.task, r.seed, r.reward, parse_failures=1) for r in regression_after(lost=0)]
+    decision = decide(USER_BEFORE, USER_BETTER, regression=(REGRESSION_BEFORE, noisy))
+    assert not decision.promote and decision.parse_failures == (0, 100)
+    assert refusals(decision) == ["refused: parse failures rose: 0 -> 100"]
+    loose = GateSettings(failure_tolerance=100 / 140)  # 140 pairs in all
+    assert decide(USER_BEFORE, USER_BETTER, loose, (REGRESSION_BEFORE, noisy)).promote
+
+
+def test_two_set_decisions_are_deterministic() -> None:
+    regression = (REGRESSION_BEFORE, regression_after(lost=2, gained=3))
+    first = decide(USER_BEFORE, USER_BETTER, regression=regression)
+    again = decide(list(reversed(USER_BEFORE)), USER_BETTER, regression=(regression[0][::-1], regression[1]))
+    assert again == first and again.as_dict() == first.as_dict()
+
+
+def test_two_set_decisions_are_plain_json_with_both_sets_figures() -> None:
+    data = decide(
+        USER_BEFORE, USER_BETTER, regression=(REGRESSION_BEFORE, regression_after(lost=1))
+    ).as_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert (data["tasks"], data["pairs"], data["mean_diff"]) == (20, 40, pytest.approx(0.7))
+    regression = data["regression"]
+    assert (regression["tasks"], regression["pairs"]) == (100, 100)
+    assert regression["mean_current"] == pytest.approx(0.9) and regression["mean_diff"] == pytest.approx(
+        -0.01
+    )
+    assert data["non_inferiority_margin"] == 0.05
+
+
+def test_the_regression_results_must_pair_up_too() -> None:
+    with pytest.raises(GateError, match="candidate regression results must cover the same"):
+        decide(USER_BEFORE, USER_BETTER, regression=(REGRESSION_BEFORE, regression_after(lost=0)[:-1]))
+    with pytest.raises(GateError, match="no regression results"):
+        decide(USER_BEFORE, USER_BETTER, regression=([], []))
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="min_tasks must be at least 2"):
+        GateSettings(min_tasks=1)
+    with pytest.raises(ValueError, match="non_inferiority_margin"):
+        GateSettings(non_inferiority_margin=-0.01)
+
+
+def test_success_by_kind_gives_mean_reward_and_task_count() -> None:
+    results = [
+        HeldoutResult("grep-1", 0, 1.0), HeldoutResult("grep-1", 1, 0.0),
+        HeldoutResult("grep-2", 0, 1.0), HeldoutResult("grep-2", 1, 1.0),
+        HeldoutResult("sed-1", 0, 0.5),
+    ]  # fmt: skip
+    by_kind = success_by_kind(results, lambda task: task.split("-")[0])
+    assert by_kind == {"grep": (0.75, 2), "sed": (0.5, 1)}
+    assert list(by_kind) == ["grep", "sed"] and success_by_kind([], str) == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,12 +53,28 @@ def test_write_report_leaves_a_png_figures_and_the_paragraph(tmp_path: Path) -> 
     assert (report.plot.parent / "summary.txt").read_text() == report.text + "\n"
     assert report.text == (
         "Learning cycle 3 trained the executor (/models/tiny) with GRPO on 128 episodes of 16 tasks "
-        "in 24 steps (mean training reward 0.47). On 20 held-out task-seed pairs, success went from "
-        "0.30 (v2) to 0.70 (candidate): +0.40, 95% interval "
-        f"[{figures['gate']['ci_low']:+.2f}, {figures['gate']['ci_high']:+.2f}]; parse failures 0 -> 0, "
+        "in 24 steps (mean training reward 0.47). On 20 held-out tasks (20 task-seed pairs), success "
+        "went from 0.30 (v2) to 0.70 (candidate): +0.40, 95% interval "
+        f"[{figures['gate']['ci_low']:+.2f}, {figures['gate']['ci_high']:+.2f}] (tasks resampled); "
+        "parse failures 0 -> 0, "
         "timeouts 0 -> 0. Promoted as v3; v2 is kept for `temper executor rollback`. "
         f"Plot: {report.plot}"
     )
+
+
+def test_the_regression_suite_has_its_own_sentence(tmp_path: Path) -> None:
+    regression = (
+        [HeldoutResult(f"r{i}", 0, 1.0) for i in range(12)],
+        [HeldoutResult(f"r{i}", 0, float(i != 0)) for i in range(12)],
+    )
+    decision = decide(
+        [HeldoutResult(f"t{i}", 0, float(i < 6)) for i in range(20)],
+        [HeldoutResult(f"t{i}", 0, float(i < 14)) for i in range(20)],
+        regression=regression,
+    )
+    text = summary_text(replace(summary("v3", 0.7), gate=decision))
+    assert "On the regression suite (12 tasks): 1.00 -> 0.92, interval [" in text
+    assert "(margin 0.05)." in text
 
 
 def test_a_refused_cycle_says_why_and_what_stays(tmp_path: Path) -> None:
@@ -112,8 +129,8 @@ def test_report_cycle_reports_what_the_cycle_returned(tmp_path: Path) -> None:
     }  # fmt: skip
     assert report.text.startswith(
         "Learning cycle 3 trained the executor (/models/tiny) with GRPO on 96 episodes of 16 tasks "
-        "in 2 steps (mean training reward 0.50). On 20 held-out task-seed pairs, success went from "
-        "0.30 (v2) to 0.70 (candidate): +0.40"
+        "in 2 steps (mean training reward 0.50). On 20 held-out tasks (20 task-seed pairs), success "
+        "went from 0.30 (v2) to 0.70 (candidate): +0.40"
     )
     assert "2 replayed episodes printed a secret and were left out of training." in report.text
     assert png_size(report.plot) == (1100, 400)

@@ -180,25 +180,6 @@ async def test_the_command_timeout_ceiling_holds_for_the_executor(
     await agent.close()
 
 
-async def test_routing_follows_the_held_out_success_rate(
-    store: MemoryStore, server: FakeOpenAI, tmp_path: Path
-) -> None:
-    rates: list[float | None] = [None]
-    _, terminal = make_agent(
-        store,
-        server,
-        tmp_path,
-        model=PlannerBackend(model(server, "small")),
-        threshold=0.6,
-        heldout_success=lambda: rates[0],
-    )
-    assert terminal.route().backend is terminal.planner
-    rates[0] = 0.5
-    assert terminal.route().backend is terminal.planner and "0.50 < 0.60" in terminal.route().reason
-    rates[0] = 0.7
-    assert terminal.route().backend is terminal.model
-
-
 async def test_retokenized_calls_are_flagged(store: MemoryStore, server: FakeOpenAI, tmp_path: Path) -> None:
     tokenizer_dir = build_tiny_model(tmp_path / "tiny", seed=1)
     agent, _ = make_agent(store, server, tmp_path, tokenizer_dir=tokenizer_dir)

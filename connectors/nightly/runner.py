@@ -1,0 +1,162 @@
+"""The daemon's side of the nightly cycle: start the worker process, await it without blocking
+the event loop, stop it on shutdown, and read its result.
+
+    run = NightlyRun(config, NightlySettings(), environ)
+    outcome = await run.run()         # the worker's CycleOutcome; raises WorkerFailed
+    await run.stop(grace_s=30)        # SIGTERM: it stops at its next iteration boundary; then SIGKILL
+
+The worker (connectors/nightly/worker.py) gets the daemon's resolved config on its stdin, so a
+setting given by a `TEMPER_*` variable or a secret from the environment reaches it as the daemon
+saw it, while its environment holds only what a Python process needs. Its output goes to
+`<data_dir>/learner/worker.log`; a worker that fails or dies (killed, out of memory) becomes a
+`WorkerFailed` carrying the last lines it logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from connectors.nightly.progress import learner_dir
+from connectors.nightly.worker import CycleOutcome, worker_environment
+
+if TYPE_CHECKING:
+    from connectors.config import Config
+
+log = logging.getLogger("temper.learner")
+
+WORKER_MODULE = "connectors.nightly.worker"
+LOG_FILE = "worker.log"
+RESULT_FILE = "result.json"
+TAIL_LINES = 8
+
+
+class WorkerFailed(Exception):
+    """The worker exited without a finished or cancelled cycle; the message ends with its log's tail."""
+
+
+@dataclass(frozen=True)
+class NightlySettings:
+    iterations: int = 500  # at most this many training steps; the budget's minutes usually end it first
+    per_family: int = 8  # synthetic tasks per family
+    minutes: float | None = None  # the training budget; None: `[learner] budget_minutes`
+
+
+class NightlyRun:
+    def __init__(
+        self,
+        config: Config,
+        settings: NightlySettings | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings or NightlySettings()
+        self.environ = dict(os.environ if environ is None else environ)
+        self.directory = learner_dir(config.data_dir)
+        self.process: asyncio.subprocess.Process | None = None
+        self._stopped = False  # by `stop`: the daemon's shutdown, not a failure
+
+    async def run(self) -> CycleOutcome:
+        """Run one cycle in a worker process to its end (done or cancelled)."""
+        self._stopped = False
+        self.directory.mkdir(parents=True, exist_ok=True)
+        result_file = self.directory / RESULT_FILE
+        result_file.unlink(missing_ok=True)
+        log_file = self.directory / LOG_FILE
+        minutes = self.settings.minutes or self.config.learner.budget_minutes
+        with _open_log(log_file) as output:
+            log_start = output.tell()
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", WORKER_MODULE, str(result_file), str(minutes),
+                str(self.settings.iterations), str(self.settings.per_family), str(os.getpid()),
+                stdin=asyncio.subprocess.PIPE, stdout=output, stderr=asyncio.subprocess.STDOUT,
+                env=worker_environment(self.environ, self.config.learner.torch_threads),
+                start_new_session=True,  # a Ctrl-C at the daemon's terminal is the daemon's to handle
+            )  # fmt: skip
+        log.info("learning cycle started in worker pid %d (log: %s)", self.process.pid, log_file)
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(_config_json(self.config).encode())
+            await self.process.stdin.drain()
+            self.process.stdin.close()
+            code = await self.process.wait()
+        except asyncio.CancelledError:
+            await self.stop(0.0)
+            raise
+        finally:
+            self.process = None
+        outcome = _read_outcome(result_file)
+        if self._stopped and (code != 0 or outcome is None):
+            return CycleOutcome(False, "cancelled", error="stopped with the daemon")
+        if code != 0 or outcome is None or outcome.phase == "failed":
+            why = f"exit code {code}" if code >= 0 else f"killed by {signal.Signals(-code).name}"
+            raise WorkerFailed(f"the learning cycle's worker failed ({why}): {_tail(log_file, log_start)}")
+        return outcome
+
+    async def stop(self, grace_s: float) -> None:
+        """Ask a running worker to stop (SIGTERM: at its next iteration boundary, after that
+        step's checkpoint); kill it when it has not exited within `grace_s`."""
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        log.info("stopping the learning cycle (pid %d)", process.pid)
+        self._stopped = True
+        try:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), grace_s)
+                return
+            except TimeoutError:
+                log.warning(
+                    "the learning cycle did not stop within %.0f s: killed; it resumes next run", grace_s
+                )
+            process.kill()
+            await process.wait()
+        except ProcessLookupError:
+            pass  # it ended meanwhile
+
+
+def _open_log(path: Path) -> BinaryIO:
+    """The worker's log, opened for appending after a header line for this run."""
+    output = open(path, "ab")
+    output.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} nightly cycle\n".encode())
+    output.flush()
+    return output
+
+
+def _config_json(config: Config) -> str:
+    """The config as the worker validates it again, secrets in clear (this goes down a pipe)."""
+    from pydantic import SecretStr
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, SecretStr):
+            return value.get_secret_value()
+        if isinstance(value, Path):
+            return str(value)
+        raise TypeError(f"cannot pass {type(value).__name__} to the worker")
+
+    return json.dumps(config.model_dump(), default=plain)
+
+
+def _read_outcome(path: Path) -> CycleOutcome | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return CycleOutcome(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _tail(path: Path, start: int) -> str:
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        lines = handle.read().decode(errors="replace").splitlines()
+    return " | ".join(line.strip() for line in lines[-TAIL_LINES:] if line.strip()) or "(it logged nothing)"
