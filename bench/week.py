@@ -93,11 +93,9 @@ async def run_night(config: Config, minutes: float, quick: bool, say: Callable[[
     `quick`: a few iterations on one synthetic task per family."""
     from connectors.nightly.runner import NightlyRun, NightlySettings
 
-    settings = (
-        NightlySettings(iterations=3, per_family=1, minutes=minutes)
-        if quick
-        else NightlySettings(minutes=minutes)
-    )
+    # Four synthetic tasks per family: 28 regression tasks for the gate, the nights' own work
+    # bounded (the gate replays every held-out task four times for each of two executors).
+    settings = NightlySettings(iterations=3 if quick else 500, per_family=1 if quick else 4, minutes=minutes)
     outcome = await NightlyRun(config, settings).run()
     say(f"worker {outcome.phase}: {outcome.summary}")
     return outcome.summary or outcome.phase
@@ -268,13 +266,45 @@ def week_config(data_dir: Path, planner_url: str, model_dir: Path, night_minutes
     })  # fmt: skip
 
 
+def build_base_executor(out: Path, seed: int, quick: bool) -> Path:
+    """The executor's base model, built offline: a tiny Qwen3 with random weights, then taught
+    the action format by imitating reference solutions of a generic curriculum (the synthetic
+    suite's grid families, full weights, a fixed number of epochs): a stand-in for a pretrained
+    small model, which a LoRA adapter can then specialise. (A LoRA adapter on random weights
+    learns nothing: its loss stays flat.) The user's habits overlap the curriculum only in part:
+    create_file, append_line, grep_lines, replace_word, sum_numbers, count_unique are not in it."""
+    from learner.sft import SFTSettings, sft
+    from learner.tasks import GRID_FAMILIES, GRID_HELDOUT, synthetic_suite
+    from learner.warmstart import examples
+    from runtime.executor import LocalModel, build_tiny_model
+
+    tiny = build_tiny_model(out / "tiny", seed=seed)
+    curriculum = [
+        t
+        for t in synthetic_suite(seed=1_000 + seed, per_family=2 if quick else 16, families=GRID_FAMILIES,
+                                 heldout_families=GRID_HELDOUT)
+        if t.split == "train" and t.reference
+    ]  # fmt: skip
+    started = time.time()
+    epochs = 2 if quick else 20
+    result = sft(
+        LocalModel.load(tiny),
+        examples(curriculum),
+        SFTSettings(max_epochs=epochs, learning_rate=3e-3, examples_per_step=16, seed=seed),
+    )
+    model_dir = result.policy.save_model(out / "executor")
+    print(
+        f"executor: tiny Qwen3 (random weights, seed {seed}) taught the action format offline on "
+        f"{len(curriculum)} reference solutions of {len({t.family for t in curriculum})} grid families, "
+        f"{epochs} epochs, loss {result.epochs[-1].loss:.3f}, {time.time() - started:.0f} s: {model_dir}"
+    )
+    return model_dir
+
+
 async def run_week(settings: WeekSettings, out: Path) -> list[DayFigures]:
-    from runtime.executor import build_tiny_model
     from runtime.executor.tiny import build_tokenizer
 
-    model_dir = build_tiny_model(out / "tiny", seed=settings.seed)
-    print(f"executor: tiny Qwen3 from a config, random weights (seed {settings.seed}): {model_dir}")
-    print("planner tokens: counted with the tiny executor's byte-level BPE tokenizer (trained in process)")
+    model_dir = build_base_executor(out, settings.seed, settings.quick)
     user = SimulatedUser(settings.seed)
     days: list[DayFigures] = []
     with ScriptedPlanner(build_tokenizer()) as planner:

@@ -1,9 +1,14 @@
 """A night of learning: the day's work becomes practice, and a better executor takes over.
 
     collect   the day's executor episodes -> replayable tasks (learner/tasks/episodes.py): the
-              newest of them held out (the time split), the rest trained on; exclusions counted
-    distill   the planner's successful executor episodes -> supervised targets: the adapter that
-              training starts from imitates them first (SFT on the LoRA adapter, learner/sft.py)
+              newest of them held out (the time split), the rest trained on; exclusions counted.
+              The user's held-out set keeps earlier nights' held-out tasks too (the newest
+              `max_user_heldout`, listed in `heldout_episodes.json` beside the nights'
+              directories), checked again: more evidence for the gate, more kinds measured
+    distill   the planner's successful executor episodes -> supervised targets: an adapter
+              imitates them (SFT on the LoRA adapter, learner/sft.py), and training starts from
+              it only when it does at least as well as the version in service on some of
+              tonight's training tasks
     cycle     replay -> rows -> GRPO -> the gate on two held-out sets -> promote (learner/cycle.py):
               the user's held-out tasks, where the candidate must be better, and the synthetic
               suite's held-out families, where it must not be worse than a margin
@@ -21,21 +26,29 @@ its checkpoints; a distilled adapter already there is reused rather than trained
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learner.cycle import CycleResult, CycleSettings, run_cycle
-from learner.evaluation import Evaluation
+from learner.evaluation import Evaluation, evaluate
 from learner.gate import HeldoutResult, success_by_kind
 from learner.policy import LoraSettings
 from learner.sft import SFTExample, SFTSettings, sft
 from learner.tasks import Task
-from learner.tasks.episodes import Harvest, HarvestSettings, distillation_examples, harvest_episodes
+from learner.tasks.episodes import (
+    Harvest,
+    HarvestSettings,
+    distillation_examples,
+    harvest_episodes,
+    heldout_again,
+)
 from learner.train import StepMetrics
 from learner.versions import ExecutorVersions
 from memory import BASE_VERSION, MemoryStore
-from runtime.executor import LocalModel, TaskKinds
+from runtime.executor import LocalBackend, LocalModel, TaskKinds
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,14 @@ class NightSettings:
         default_factory=lambda: SFTSettings(lora=LoraSettings(rank=8), max_epochs=4, learning_rate=2e-3)
     )
     min_distill_examples: int = 4
+    # The distilled adapter is kept only if it does at least as well as the version in service on
+    # this many of tonight's training tasks (the planner's replies can teach a format or habits
+    # that cost more than they bring: measured, not assumed).
+    distill_check_tasks: int = 12
     distill_lookback_s: float = 7 * 86_400.0  # the planner's episodes of the last week
+    # The user's held-out set: tonight's newest tasks and those of earlier nights, at most this
+    # many (the newest), none ever trained on.
+    max_user_heldout: int = 48
 
 
 @dataclass
@@ -96,7 +116,18 @@ async def run_night(
     )
     say(harvest.line())
     user_train = [task for task in harvest.tasks if task.split == "train"]
-    user_heldout = [task for task in harvest.tasks if task.split == "heldout"]
+    tonight = [task for task in harvest.tasks if task.split == "heldout"]
+    ledger = HeldoutLedger(work_dir.parent / HELDOUT_LEDGER)
+    new_ids = {_episode_id(task) for task in tonight}
+    earlier_ids = [i for i in ledger.read() if i not in new_ids][
+        -max(0, settings.max_user_heldout - len(tonight)) :
+    ]
+    earlier = await heldout_again(
+        store, snapshot_dir, earlier_ids, settings=settings.harvest, backend=settings.cycle.replay.sandbox
+    )
+    user_heldout = [*earlier, *tonight][-settings.max_user_heldout :]
+    if earlier:
+        say(f"user's held-out tasks: {len(tonight)} from tonight, {len(earlier)} from earlier nights")
     current = versions.current()
     start_adapter = None if current is None else current.directory
 
@@ -104,10 +135,15 @@ async def run_night(
     examples = distillation_examples(store, since=since - settings.distill_lookback_s)
     train_from = None
     if len(examples) >= settings.min_distill_examples:
-        train_from = await asyncio.to_thread(
+        distilled = await asyncio.to_thread(
             _distill, model_dir, start_adapter, examples, settings.distill, work_dir
         )
-        say(f"distillation: the adapter imitated {len(examples)} planner replies")
+        kept, verdict = await _distillation_helps(
+            model_dir, start_adapter, distilled, user_train[: settings.distill_check_tasks],
+            store, work_dir, settings,
+        )  # fmt: skip
+        train_from = distilled if kept else None
+        say(f"distillation: the adapter imitated {len(examples)} planner replies; {verdict}")
     result = await run_cycle(
         model_dir, [*user_train, *extra_train], user_heldout, store, work_dir, versions, settings.cycle,
         on_iteration=on_iteration, start_adapter=start_adapter,
@@ -121,7 +157,71 @@ async def run_night(
     kinds = TaskKinds(store)
     competence = success_by_kind(served, lambda task_id: kinds.kind_of(tasks[task_id].instruction))
     store.routing.record_competence(serving, competence, source="gate")
+    ledger.write([_episode_id(task) for task in user_heldout])
     return NightResult(harvest, len(examples) if train_from else 0, result, competence, serving)
+
+
+async def _distillation_helps(
+    model_dir: Path,
+    start_adapter: Path | None,
+    distilled: Path,
+    check: Sequence[Task],
+    store: MemoryStore,
+    work_dir: Path,
+    settings: NightSettings,
+) -> tuple[bool, str]:
+    """Whether training should start from the distilled adapter: it must do at least as well as
+    the version in service on some of tonight's *training* tasks (never the held-out ones). A
+    first executor with nothing to check on starts from it; a later one stays as it is."""
+    if not check:
+        kept = start_adapter is None
+        return kept, "kept: a first executor" if kept else "not kept: no training tasks to check it on"
+    evaluation = replace(settings.cycle.evaluation, group_size=2)
+    snapshots = work_dir / "snapshots"
+    before = await evaluate(
+        check, _backend(model_dir, start_adapter), store, snapshots, evaluation, "distill-before"
+    )
+    after = await evaluate(
+        check, _backend(model_dir, distilled), store, snapshots, evaluation, "distill-after"
+    )
+    kept = after.success >= before.success
+    outcome = "kept" if kept else "not kept"
+    return kept, f"{outcome}: {before.success:.2f} -> {after.success:.2f} on {len(check)} training tasks"
+
+
+def _backend(model_dir: Path, adapter: Path | None) -> LocalBackend:
+    model = LocalModel.load(model_dir)
+    if adapter is None:
+        return LocalBackend(model)
+    model.load_adapter("adapter", adapter)
+    return LocalBackend(model, adapter="adapter")
+
+
+HELDOUT_LEDGER = "heldout_episodes.json"  # beside the nights' directories
+
+
+class HeldoutLedger:
+    """The episode ids of the user's held-out tasks, oldest first: a JSON list in a file,
+    replaced atomically when a night finishes (a night cut short leaves it as it was)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> list[int]:
+        try:
+            ids = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []  # none yet, or damaged: tonight starts the set again
+        return [i for i in ids if isinstance(i, int)] if isinstance(ids, list) else []
+
+    def write(self, ids: list[int]) -> None:
+        temporary = self.path.with_name(f".{self.path.name}.tmp")
+        temporary.write_text(json.dumps(ids) + "\n", encoding="utf-8")
+        os.replace(temporary, self.path)
+
+
+def _episode_id(task: Task) -> int:
+    return int(task.source.split(":", 1)[1])
 
 
 def _served_results(result: CycleResult) -> list[HeldoutResult]:

@@ -48,7 +48,7 @@ from learner.tasks.attempts import isolating_backend, observe_outcome, start_sta
 from learner.tasks.soundness import check_task
 from learner.tasks.task import OUTCOME_VERIFIER, Task, TaskFormatError
 from learner.tasks.tbench import _tree
-from memory import ExecutorEpisode, MemoryStore, RecordedCall
+from memory import ExecutorEpisode, MemoryStore, RecordedCall, UnknownRecordError
 from runtime.executor.actions import ActionParseError, Command, parse_action
 from runtime.policy import assess
 from runtime.sandbox import BackendName, SandboxOptions, Snapshot, SnapshotError, open_sandbox
@@ -264,6 +264,35 @@ async def _checked(
     if check.sound is not True:
         return None, UNSOUND
     return task, ""
+
+
+async def heldout_again(
+    store: MemoryStore,
+    snapshot_dir: Path,
+    episode_ids: Collection[int],
+    *,
+    settings: HarvestSettings | None = None,
+    backend: BackendName = "auto",
+    options: SandboxOptions | None = None,
+) -> list[Task]:
+    """The episodes of earlier nights' held-out tasks, as held-out tasks again, checked as a
+    harvest checks them (their outcome replayed afresh): the user's held-out set grows night by
+    night with tasks no night trained on. Episodes that no longer pass (their snapshot gone,
+    or forgotten) are left out."""
+    settings = settings or HarvestSettings()
+    backend = await isolating_backend(backend, options)
+    tasks = []
+    for episode_id in episode_ids:
+        try:
+            episode = store.trajectories.executor_episode(episode_id)
+        except UnknownRecordError:
+            continue  # the episode was deleted since
+        task, _ = await _candidate(store, Path(snapshot_dir), episode, settings, backend, options)
+        if task is not None:
+            task, _ = await _checked(task, backend, options)
+        if task is not None:
+            tasks.append(replace(task, split="heldout"))
+    return tasks
 
 
 def _time_split(tasks: list[Task], settings: HarvestSettings) -> list[Task]:

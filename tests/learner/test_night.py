@@ -8,6 +8,8 @@ A tiny model from scratch, a handful of replays: the night's path, not what it l
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -88,3 +90,31 @@ def test_a_night_turns_the_day_into_tasks_gates_on_two_sets_and_stores_competenc
     assert set(night.competence) == {kinds.kind_of(t.instruction) for t in regression} | {
         kinds.kind_of(t.instruction) for t in harvest.tasks if t.split == "heldout"
     }
+
+
+@pytest.mark.slow
+def test_the_users_held_out_set_keeps_earlier_nights_tasks(tmp_path: Path) -> None:
+    store = MemoryStore.open(tmp_path / "memory.db")
+    model_dir = build_tiny_model(tmp_path / "tiny", seed=0)
+    versions = ExecutorVersions(tmp_path / "data")
+    regression = [t for t in synthetic_suite(seed=0, per_family=1) if t.split == "heldout"][:2]
+    nights = tmp_path / "cycles"
+
+    async def night(number: int, commands: list[list[str]], since: float):  # type: ignore[no-untyped-def]
+        for command in commands:
+            await record_episode(store, tmp_path, command, query=f"night {number}: {command[0]}")
+        return await run_night(
+            model_dir, store, nights / f"n{number}", versions, small_night(),
+            since=since, snapshot_dir=tmp_path / "snapshots", regression=regression,
+        )  # fmt: skip
+
+    first = asyncio.run(night(1, COMMANDS[:2], 0))
+    held_first = {t.id for t in first.harvest.tasks if t.split == "heldout"}
+    second = asyncio.run(night(2, COMMANDS[2:4], time.time()))
+    held_second = {t.id for t in second.harvest.tasks if t.split == "heldout"}
+    assert len(held_first) == len(held_second) == 1 and held_first != held_second
+    # Tonight's held-out task and last night's: the gate's user set, never trained on.
+    assert {r.task for r in second.cycle.current.results} == held_first | held_second
+    assert json.loads((nights / "heldout_episodes.json").read_text()) == sorted(
+        int(i.removeprefix("ep")) for i in held_first | held_second
+    )

@@ -75,3 +75,19 @@ def test_learnability_favours_tasks_whose_attempts_differ_but_visits_every_task(
 def test_an_unknown_way_of_sampling_is_refused() -> None:
     with pytest.raises(ValueError, match="'uniform' or 'learnability'"):
         TaskSampler(tasks(1), "greedy", random.Random(0))  # type: ignore[arg-type]
+
+
+def test_source_weights_draw_the_days_episodes_first() -> None:
+    pool = [
+        Task(f"{source}{i}", f"f{i}", "task", {}, "true", source=f"{source}:{i}")
+        for source in ("episode", "synthetic")
+        for i in range(10)
+    ]
+    weights = {"episode": 4.0, "synthetic": 1.0}
+    for how in ("uniform", "learnability"):
+        sampler = TaskSampler(pool, how, random.Random(3), source_weights=weights)  # type: ignore[arg-type]
+        assert sampler.weight("episode0") == pytest.approx(4 * sampler.weight("synthetic0"))
+        drawn = Counter(task.source.split(":")[0] for _ in range(200) for task in sampler.draw(2))
+        assert drawn["episode"] > 2.5 * drawn["synthetic"]  # 4:1 in weight, without replacement
+    with pytest.raises(ValueError, match="positive"):
+        TaskSampler(pool, "uniform", random.Random(0), source_weights={"episode": 0.0})

@@ -1,0 +1,27 @@
+"""The night the config describes (connectors/learning.py `night_settings`): the configured
+sandbox and its command timeout reach every replay, and the [learner] table reaches the harvest
+and the gate."""
+
+from __future__ import annotations
+
+from connectors.config import Config
+from connectors.learning import night_settings
+
+
+def test_the_configured_sandbox_and_learner_table_reach_the_night() -> None:
+    config = Config.model_validate({
+        "sandbox": {"backend": "bwrap", "timeout_s": 7},
+        "learner": {"heldout_fraction": 0.4, "max_workspace_mb": 3, "non_inferiority_margin": 0.02},
+    })  # fmt: skip
+    night = night_settings(config, iterations=5, seed=11, deadline=None)
+    for replay in (night.cycle.replay, night.cycle.evaluation):
+        assert replay.sandbox == "bwrap" and replay.command_timeout_s == 7
+    assert night.cycle.evaluation.executor.sampling.constrained  # held-out replies as served
+    assert night.harvest.heldout_fraction == 0.4 and night.harvest.max_workspace_bytes == 3 << 20
+    assert night.cycle.gate.non_inferiority_margin == 0.02
+    assert night.cycle.iterations == 5 and night.cycle.seed == 11
+
+
+def test_auto_stays_auto_so_replays_pick_the_strongest_isolating_backend() -> None:
+    night = night_settings(Config.model_validate({}), iterations=1, seed=0, deadline=None)
+    assert night.cycle.replay.sandbox == "auto"  # resolved per replay: docker, then bwrap, never local
