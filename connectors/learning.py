@@ -125,12 +125,14 @@ async def run_learning_cycle(
 
 def night_settings(config: Config, iterations: int, seed: int, deadline: float | None) -> NightSettings:
     """The night the config describes: replays in the configured sandbox, under its command
-    timeout ceiling; the harvest's time split and size limit; the gate's margin."""
+    timeout ceiling; the harvest's time split and size limit; the gate's margin; GRPO's
+    learning rate and updates per batch."""
     from learner.cycle import CycleSettings
     from learner.gate import GateSettings
     from learner.night import NightSettings
     from learner.replay import ReplaySettings, as_served
     from learner.tasks import HarvestSettings
+    from learner.train import TrainSettings
 
     sandbox, ceiling = config.sandbox.backend, config.sandbox.timeout_s
     replay = ReplaySettings(sandbox=sandbox, command_timeout_s=ceiling)
@@ -142,6 +144,7 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
         cycle=CycleSettings(
             iterations=iterations, seed=seed, deadline=deadline, replay=replay, evaluation=evaluation,
             gate=GateSettings(non_inferiority_margin=learner.non_inferiority_margin),
+            train=TrainSettings(learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch),
         ),
         harvest=HarvestSettings(
             heldout_fraction=learner.heldout_fraction, max_workspace_bytes=learner.max_workspace_mb << 20

@@ -171,6 +171,8 @@ class LearnerConfig(Section):
     max_workspace_mb: int = Field(64, ge=1, description="a whole number of megabytes, at least 1")
     verifier_calls: int = Field(0, ge=0, le=1000, description="a whole number from 0 to 1000")
     non_inferiority_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
+    learning_rate: float = Field(1e-4, gt=0, le=1, description="a number above 0 and at most 1")
+    updates_per_batch: int = Field(1, ge=1, le=8, description="a whole number from 1 to 8")
     report_to: list[str] = Field(
         default_factory=list,
         description="a list of chats like ['telegram:12345', 'slack:C0123']",

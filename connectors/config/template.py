@@ -117,6 +117,10 @@ max_workspace_mb = 64
 verifier_calls = 0
 # The candidate may be at most this much worse than the current executor on the regression suite.
 non_inferiority_margin = 0.05
+# GRPO's LoRA learning rate and optimizer updates per replayed batch. 1e-4 and 1 suit models of
+# 0.5B parameters and more; the tiny model of `temper quickstart` needs 2e-3 and 2.
+learning_rate = 1e-4
+updates_per_batch = 1
 # Chats the night's report is sent to, e.g. ["telegram:12345", "slack:C0123"].
 report_to = []
 

@@ -11,7 +11,8 @@ from connectors.learning import night_settings
 def test_the_configured_sandbox_and_learner_table_reach_the_night() -> None:
     config = Config.model_validate({
         "sandbox": {"backend": "bwrap", "timeout_s": 7},
-        "learner": {"heldout_fraction": 0.4, "max_workspace_mb": 3, "non_inferiority_margin": 0.02},
+        "learner": {"heldout_fraction": 0.4, "max_workspace_mb": 3, "non_inferiority_margin": 0.02,
+                    "learning_rate": 2e-3, "updates_per_batch": 2},
     })  # fmt: skip
     night = night_settings(config, iterations=5, seed=11, deadline=None)
     for replay in (night.cycle.replay, night.cycle.evaluation):
@@ -20,6 +21,8 @@ def test_the_configured_sandbox_and_learner_table_reach_the_night() -> None:
     assert night.harvest.heldout_fraction == 0.4 and night.harvest.max_workspace_bytes == 3 << 20
     assert night.cycle.gate.non_inferiority_margin == 0.02
     assert night.cycle.iterations == 5 and night.cycle.seed == 11
+    assert night.cycle.train.learning_rate == 2e-3 and night.cycle.train.updates_per_batch == 2
+    assert night.cycle.train.lora is not None  # versions are adapters
 
 
 def test_auto_stays_auto_so_replays_pick_the_strongest_isolating_backend() -> None:
