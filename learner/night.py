@@ -73,10 +73,11 @@ class NightSettings:
 @dataclass
 class NightResult:
     harvest: Harvest
-    distilled: int  # supervised examples the adapter imitated before GRPO (0: none)
+    distilled: int  # supervised examples the kept adapter imitated before GRPO (0: none kept)
     cycle: CycleResult
     competence: dict[str, tuple[float, int]]  # kind -> (held-out success, tasks) of the version in service
     serving: str  # the version in service after the night (BASE_VERSION: the base model)
+    distillation: str = "none: fewer successful planner episodes than the minimum"  # what happened
 
     def lines(self) -> list[str]:
         decision = self.cycle.decision
@@ -84,9 +85,7 @@ class NightResult:
         kinds = ", ".join(f"{kind} {rate:.2f}" for kind, (rate, _) in sorted(self.competence.items()))
         return [
             self.harvest.line(),
-            f"distillation: {self.distilled} examples from the planner's episodes"
-            if self.distilled
-            else "distillation: none (no successful planner episodes to imitate)",
+            f"distillation: {self.distillation}",
             f"gate: {outcome} (mean {decision.mean_current:.2f} -> {decision.mean_candidate:.2f})",
             f"in service: {self.serving}; held-out success by kind: {kinds or 'none measured'}",
         ]
@@ -134,6 +133,9 @@ async def run_night(
     phase("distill")
     examples = distillation_examples(store, since=since - settings.distill_lookback_s)
     train_from = None
+    distillation = (
+        f"none: {len(examples)} successful planner replies, fewer than {settings.min_distill_examples}"
+    )
     if len(examples) >= settings.min_distill_examples:
         distilled = await asyncio.to_thread(
             _distill, model_dir, start_adapter, examples, settings.distill, work_dir
@@ -143,7 +145,8 @@ async def run_night(
             store, work_dir, settings,
         )  # fmt: skip
         train_from = distilled if kept else None
-        say(f"distillation: the adapter imitated {len(examples)} planner replies; {verdict}")
+        distillation = f"an adapter imitated {len(examples)} planner replies; {verdict}"
+        say(f"distillation: {distillation}")
     result = await run_cycle(
         model_dir, [*user_train, *extra_train], user_heldout, store, work_dir, versions, settings.cycle,
         on_iteration=on_iteration, start_adapter=start_adapter,
@@ -158,7 +161,7 @@ async def run_night(
     competence = success_by_kind(served, lambda task_id: kinds.kind_of(tasks[task_id].instruction))
     store.routing.record_competence(serving, competence, source="gate")
     ledger.write([_episode_id(task) for task in user_heldout])
-    return NightResult(harvest, len(examples) if train_from else 0, result, competence, serving)
+    return NightResult(harvest, len(examples) if train_from else 0, result, competence, serving, distillation)
 
 
 async def _distillation_helps(
