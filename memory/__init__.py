@@ -4,7 +4,7 @@ with full-text search that finds the message that answers a question."""
 from .access import Grant, PairingCode, PairingError
 from .conversation import Summary, ToolCallRecord, Turn
 from .embedding import EmbeddingUnavailable, SentenceEmbedder
-from .episodes import Episode
+from .episodes import REWARD_RANK, Episode
 from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
 from .hybrid import VectorIndex
 from .inbox import InboxDepth, InboxItem, Reply
@@ -27,6 +27,7 @@ from .trajectory_records import (
 
 __all__ = [
     "BASE_VERSION",
+    "REWARD_RANK",
     "AddReport",
     "Competence",
     "EmbeddingUnavailable",

@@ -48,7 +48,7 @@ from learner.tasks.attempts import isolating_backend, observe_outcome, start_sta
 from learner.tasks.soundness import check_task
 from learner.tasks.task import OUTCOME_VERIFIER, Task, TaskFormatError
 from learner.tasks.tbench import _tree
-from memory import ExecutorEpisode, MemoryStore, RecordedCall, UnknownRecordError
+from memory import REWARD_RANK, ExecutorEpisode, MemoryStore, RecordedCall, UnknownRecordError
 from runtime.executor.actions import ActionParseError, Command, parse_action
 from runtime.policy import assess
 from runtime.sandbox import BackendName, SandboxOptions, Snapshot, SnapshotError, open_sandbox
@@ -78,7 +78,6 @@ REASONS = {  # reason -> how the report line says it, in the order of the checks
 NETWORK_RULES = frozenset(
     {"upload", "raw-socket", "remote-host", "remote-script"}
 )  # runtime/policy/network.py
-_REWARD_RANK = {"judge": 1, "verifier": 2, "user": 3}  # as memory/episodes.py ranks reward sources
 _REMOTE_URL = re.compile(
     r"\b(?:https?|ftps?|git|ssh|rsync|wss?)://(?!(?:localhost|127(?:\.\d+){3}|0\.0\.0\.0|\[::1\])(?:[:/]|\s|$))",
     re.IGNORECASE,
@@ -138,7 +137,7 @@ def episode_reward(store: MemoryStore, episode: ExecutorEpisode) -> tuple[float 
     scored = [(reward, source) for reward, source in rewards if reward is not None]
     if not scored:
         return None, None
-    return max(scored, key=lambda pair: _REWARD_RANK.get(pair[1] or "", 0))
+    return max(scored, key=lambda pair: REWARD_RANK.get(pair[1] or "", 0))
 
 
 def recorded_commands(calls: list[RecordedCall]) -> list[Command]:
