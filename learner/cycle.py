@@ -72,6 +72,16 @@ class CycleSettings:
             )
 
 
+@dataclass(frozen=True)
+class Probe:
+    """Held-out success measured every `every` iterations while training, with the gate's
+    evaluation settings: a curve to read, never a choice (the candidate is the last step)."""
+
+    tasks: Sequence[Task]
+    every: int
+    report: Callable[[int, Evaluation], None]  # (iterations done, its evaluation)
+
+
 @dataclass
 class CycleResult:
     steps: list[StepMetrics]
@@ -104,10 +114,12 @@ async def run_cycle(
     regression: Sequence[Task] = (),
     train_from: Path | None = None,
     on_phase: Callable[[str], None] | None = None,
+    probe: Probe | None = None,
 ) -> CycleResult:
     """`work_dir` is this cycle's own directory; `start_adapter`: the current version's adapter
     (None: the base model is in service); `train_from`: the adapter training starts from, when
-    not the current one; `on_phase("train" | "gate")` as the cycle moves on."""
+    not the current one; `on_phase("train" | "gate")` as the cycle moves on; `probe`: a
+    held-out curve measured while training."""
     if not heldout and not regression:
         raise ValueError("the gate needs held-out tasks: give heldout or regression tasks")
     if not heldout:  # no user tasks held out yet: the regression suite is the whole evidence
@@ -151,6 +163,18 @@ async def run_cycle(
         steps.append(metrics)
         if on_iteration is not None:
             on_iteration(iteration, reward, metrics)
+        # The last step's point is the gate's candidate evaluation, below: not measured twice.
+        last = iteration + 1 == settings.iterations
+        if probe is not None and probe.every > 0 and (iteration + 1) % probe.every == 0 and not last:
+            measured = await evaluate(
+                probe.tasks,
+                policy,
+                store,
+                work_dir / "snapshots",
+                settings.evaluation,
+                f"probe{iteration + 1}",
+            )
+            probe.report(iteration + 1, measured)
     adapter_dir = trainer.save_adapter(work_dir / "candidate")
     if on_phase is not None:
         on_phase("gate")

@@ -15,7 +15,8 @@ the training families it learns by reinforcement alone.
 Tasks come out in curriculum order (difficulty, then family, then index). The same seed gives
 the same tasks; a family's tasks depend only on the seed and the family's name, so adding a
 family changes no other family's tasks, and asking for more tasks per family keeps the first ones.
-Tasks within a family are distinct.
+Tasks within a family are distinct: no two share an instruction or a reference command, so
+any split of a family's tasks (validation and test halves) is disjoint in both.
 """
 
 from __future__ import annotations
@@ -56,18 +57,19 @@ def synthetic_suite(
 
 
 def family_tasks(family: Family, seed: int, count: int, *, heldout: bool = False) -> list[Task]:
-    """`count` distinct tasks of `family` for `seed`."""
-    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    """`count` tasks of `family` for `seed`, no two with the same instruction or reference command."""
+    instructions: set[str] = set()
+    references: set[str] = set()
     tasks = []
     for index in range(count):
         for draw in range(_DRAWS_PER_TASK):
             draft = family.make(random.Random(f"{seed}/{family.name}/{index}/{draw}"))
-            key = (draft.instruction, tuple(sorted(draft.files.items())))
-            if key not in seen:
+            if draft.instruction not in instructions and draft.reference not in references:
                 break
         else:
             raise TaskError(f"family {family.name} has fewer than {count} distinct tasks")
-        seen.add(key)
+        instructions.add(draft.instruction)
+        references.add(draft.reference)
         tasks.append(_task(family, draft, f"syn-{family.name}-{seed}-{index}", heldout))
     return tasks
 

@@ -32,9 +32,15 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
         "validation success",
         "GRPO iteration 0",
         "test success (held-out families): untrained",
+        "estimated time on this machine",
+        "test success after 1 GRPO steps",
+        "steps to +25 points: ",
         "gate:",
     ):
         assert line in out
+    assert "cut the run short" not in out  # work-bounded: the quick plan runs whole
+    assert "test success after 2 GRPO steps" not in out  # the last step's point is the gate's
+    assert (where / "quickstart.png").read_bytes().startswith(b"\x89PNG")
     assert (where / "learner" / "reports" / "cycle-0001" / "progress.png").read_bytes().startswith(b"\x89PNG")
     with MemoryStore.open(where / "memory.db") as store:
         groups = store.db.execute(

@@ -77,6 +77,16 @@ def test_hundreds_of_distinct_tasks() -> None:
     assert len({(t.instruction, tuple(sorted(t.files.items()))) for t in tasks}) == len(tasks)
 
 
+def test_quickstart_validation_and_test_halves_share_no_instruction_or_command() -> None:
+    # The quickstart splits its held-out tasks every other one into validation and test.
+    for seed in range(100):
+        tasks = synthetic_suite(seed, 16, heldout_families=GRID_HELDOUT, families=GRID_FAMILIES)
+        heldout = [t for t in tasks if t.split == "heldout"]
+        validation, test = heldout[0::2], heldout[1::2]
+        assert not {t.instruction for t in validation} & {t.instruction for t in test}, seed
+        assert not {t.reference for t in validation} & {t.reference for t in test}, seed
+
+
 async def test_every_reference_passes_and_every_empty_attempt_fails(isolating_backend: BackendName) -> None:
     for seed in (0, 1, 2, 3):
         for task in synthetic_suite(seed, 1):

@@ -1,0 +1,114 @@
+"""What the quickstart does, fixed in work, and how long that should take on this machine.
+
+Work, not wall-clock time, decides the run: a warm start of at most `warm_max_epochs` epochs
+(stopping earlier by the validation rule), then exactly `grpo_steps` GRPO steps. Every machine
+does the same work and so reaches the same result, up to sampling noise; a slow machine takes
+longer instead of learning less. `--minutes` is only a safety cap, and the run says when it cut
+the plan short.
+
+The estimate comes from a calibration at the start: the untrained executor's evaluation gives
+the cost of one attempt (sampled, run in the sandbox, verified; attempts run concurrently, so
+this is the wall time per attempt as the run will see it) and one supervised step on a copy of
+the model gives the cost of an optimizer step. The live ETA then corrects it with the speed
+actually measured (progress.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+EXAMPLES_PER_STEP = 16  # the warm start's and the GRPO update's examples per optimizer step
+
+
+@dataclass(frozen=True)
+class QuickstartPlan:
+    imitated_per_family: int = 32  # training tasks the warm start imitates, per family
+    train_per_family: int = 64  # training tasks GRPO replays (the imitated ones and as many new)
+    heldout_per_family: int = 16  # held-out tasks per family, every other one to validation/test
+    warm_max_epochs: int = 24
+    warm_min_epochs: int = 12
+    warm_patience: int = 4
+    grpo_steps: int = 100
+    tasks_per_step: int = 16
+    group_size: int = 8
+    updates_per_batch: int = 2
+    eval_group: int = 4  # attempts per test task, for the gate and the curve
+    probe_every: int = 10  # GRPO steps between two points of the held-out curve
+
+    @classmethod
+    def quick(cls) -> QuickstartPlan:
+        """The same path, small: tests and smoke checks."""
+        return cls(
+            imitated_per_family=4, train_per_family=8, heldout_per_family=4, warm_max_epochs=2,
+            warm_min_epochs=1, warm_patience=1, grpo_steps=2, tasks_per_step=4, group_size=4,
+            eval_group=2, probe_every=1,
+        )  # fmt: skip
+
+    def probes(self) -> int:
+        """Points of the held-out curve measured while training (the last step's is the gate's)."""
+        return max(0, (self.grpo_steps - 1) // self.probe_every) if self.probe_every > 0 else 0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    attempt_s: float  # wall seconds per executor attempt, as attempts run concurrently
+    step_s: float  # seconds per optimizer step of EXAMPLES_PER_STEP examples
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Seconds each part of the plan should take, on the calibrated machine."""
+
+    warm_epoch_s: float
+    grpo_step_s: float
+    probe_s: float
+    gate_s: float
+    warm_epochs: tuple[int, int]  # (fewest, most) epochs the validation rule may run
+    grpo_steps: int
+    probes: int
+
+    def total_s(self, warm_epochs: int | None = None) -> float:
+        epochs = self.warm_epochs[1] if warm_epochs is None else warm_epochs
+        return (
+            epochs * self.warm_epoch_s
+            + self.grpo_steps * self.grpo_step_s
+            + self.probes * self.probe_s
+            + self.gate_s
+        )
+
+    def line(self) -> str:
+        fewest, most = self.warm_epochs
+        return (
+            f"estimated time on this machine: {_duration(self.total_s(fewest))} to {_duration(self.total_s(most))} "
+            f"(warm start {fewest}-{most} epochs of ~{self.warm_epoch_s:.0f} s, "
+            f"{self.grpo_steps} GRPO steps of ~{self.grpo_step_s:.0f} s, "
+            f"{self.probes} held-out probes and the gate ~{_duration(self.probes * self.probe_s + self.gate_s)})"
+        )
+
+
+def estimate(
+    plan: QuickstartPlan, calibration: Calibration, *, imitation_examples: int, validation: int, test: int
+) -> Estimate:
+    """The plan's cost from the calibration; task counts as the run built them."""
+    attempt, step = calibration.attempt_s, calibration.step_s
+    warm_epoch = math.ceil(imitation_examples / EXAMPLES_PER_STEP) * step + validation * 2 * attempt
+    rollouts = plan.tasks_per_step * plan.group_size
+    # A GRPO update reads each row's logprobs and trains on it: about one supervised step's cost
+    # per EXAMPLES_PER_STEP rows and update.
+    grpo_step = rollouts * attempt + plan.updates_per_batch * math.ceil(rollouts / EXAMPLES_PER_STEP) * step
+    probe = test * plan.eval_group * attempt
+    fewest = min(plan.warm_min_epochs, plan.warm_max_epochs)
+    return Estimate(
+        warm_epoch,
+        grpo_step,
+        probe,
+        2 * probe,
+        (fewest, plan.warm_max_epochs),
+        plan.grpo_steps,
+        plan.probes(),
+    )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
