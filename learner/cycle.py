@@ -62,7 +62,7 @@ class CycleSettings:
     )
 
     def __post_init__(self) -> None:
-        # Versions are adapters on the base model (learner/versions.py, activation.py); a whole
+        # Versions are adapters on the base model (learner/versions.py; runtime/executor/switch.py loads them); a whole
         # fine-tuned model has no adapter to gate, promote or load into the running executor.
         if self.train.lora is None:
             raise ValueError(

@@ -3,8 +3,8 @@
     version = promote(versions, candidate_dir, VersionMeta(base, base_hash, parent="v3", ...))
     previous = rollback(versions)    # back to the current version's parent
 
-The pointer only says which version the executor should use; activation.py loads it into a
-backend. Rollback follows the chain of parents: after promoting v1, v2, v3, rollbacks go to v2
+The pointer only says which version the executor should use; runtime's ModelSwitch
+(runtime/executor/switch.py) loads it into a backend. Rollback follows the chain of parents: after promoting v1, v2, v3, rollbacks go to v2
 and then v1, and a promotion after that names v1 as its parent. Both take the store's lock, so a
 nightly promotion and an operator's `temper executor rollback` never interleave.
 """

@@ -20,8 +20,8 @@ Invariants:
 - A version is always loaded under a new name, never reloaded in place (FACTS.md: vLLM mishandles
   that); loading before unloading means runs never fall back to the base model in between, and a
   failed load leaves the old version serving.
-- Activations are serialised (one lock); the learner's `learner.activation` follows the same steps
-  for a bare backend.
+- Activations are serialised (one lock). This is the one way a version reaches a running
+  backend: the daemon, `temper executor rollback` and the tests all go through it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""learner.versions, learner.promote and learner.activation with real PEFT adapters of the tiny
+"""learner.versions, learner.promote and runtime's ModelSwitch with real PEFT adapters of the tiny
 model: versions on disk, the pointer and its history, rollback, and activation in process and
 over HTTP against a real `temper serve executor` server on 127.0.0.1."""
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from learner.activation import activate, sync
 from learner.gate import GateSettings, HeldoutResult, decide
 from learner.promote import promote, rollback
-from learner.versions import ExecutorVersions, VersionError, VersionMeta, model_hash
+from learner.versions import ExecutorVersions, Version, VersionError, VersionMeta, model_hash
 from runtime.executor import (
     ExecutorServer,
     LocalBackend,
     LocalModel,
+    ModelSwitch,
     OpenAIBackend,
     SamplingParams,
     build_tiny_model,
@@ -148,31 +148,41 @@ def test_an_unknown_version_is_named_with_the_known_ones(
         versions.get("v9")
 
 
-# Activation -------------------------------------------------------------------------------------
+# Activation: runtime's ModelSwitch, the one way a version reaches a running backend ---------------
+
+
+async def follow(versions: ExecutorVersions, switch: ModelSwitch) -> Version | None:
+    """What the daemon does when the version pointer moves: serve whatever is current."""
+    current = versions.current()
+    await switch.activate(
+        None if current is None else current.name, None if current is None else current.directory
+    )
+    return current
 
 
 async def test_activation_in_process_loads_switches_and_unloads(
     versions: ExecutorVersions, tiny_dir: Path, candidates: dict[str, Path]
 ) -> None:
     backend = LocalBackend(LocalModel.load(tiny_dir))
+    switch = ModelSwitch(backend)
     base = await greedy_ids(backend)
     first = promote(versions, candidates["a"], meta(tiny_dir))
-    assert await sync(versions, backend) == first
+    assert await follow(versions, switch) == first
     assert backend.adapter_version == "v1" and set(backend.model.adapters) == {"v1"}
     with_first = await greedy_ids(backend)
     assert with_first != base
 
     second = promote(versions, candidates["b"], meta(tiny_dir, parent="v1"))
-    await activate(second, backend)
+    await switch.activate(second.name, second.directory)
     assert backend.adapter_version == "v2" and set(backend.model.adapters) == {"v2"}  # v1 unloaded
     completion = await backend.complete(MESSAGES, GREEDY)
     assert completion.adapter_version == "v2" and completion.completion_ids not in (base, with_first)
 
     rollback(versions)
-    await sync(versions, backend)
+    await follow(versions, switch)
     assert backend.adapter_version == "v1" and set(backend.model.adapters) == {"v1"}
     assert await greedy_ids(backend) == with_first  # the same weights as before, loaded again
-    await sync(versions, backend)  # already active: nothing changes
+    await follow(versions, switch)  # already active: nothing changes
     assert set(backend.model.adapters) == {"v1"}
 
 
@@ -186,16 +196,17 @@ async def test_activation_over_http_against_temper_serve_executor(
         model, port=0, served_name="tiny", adapter_root=versions.versions_dir
     ) as server:
         async with OpenAIBackend(server.base_url, "tiny", tokenizer_dir=tiny_dir) as remote:
+            switch = ModelSwitch(remote)
             base = await greedy_ids(remote)
-            await activate(first, remote)
+            await switch.activate(first.name, first.directory)
             assert await remote.served_models() == ["tiny", "v1"]
             with_first = await greedy_ids(remote)
-            await activate(second, remote)
+            await switch.activate(second.name, second.directory)
             assert await remote.served_models() == ["tiny", "v2"]
             completion = await remote.complete(MESSAGES, GREEDY)
             assert completion.adapter_version == "v2"
             rollback(versions)
-            await sync(versions, remote)
+            await follow(versions, switch)
             assert await remote.served_models() == ["tiny", "v1"]
             again = await greedy_ids(remote)
     assert with_first != base and completion.completion_ids not in (base, with_first)
