@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from learner.tasks.attempts import isolating_backend, observe_outcome, start_state
+from learner.tasks.file_tree import read_tree
 from learner.tasks.soundness import check_task
 from learner.tasks.task import OUTCOME_VERIFIER, Task, TaskFormatError
-from learner.tasks.tbench import _tree
 from memory import REWARD_RANK, ExecutorEpisode, MemoryStore, RecordedCall, UnknownRecordError
 from runtime.executor.actions import ActionParseError, Command, parse_action
 from runtime.policy import assess
@@ -231,7 +231,7 @@ async def _candidate(
     try:
         snapshot = Snapshot.load(snapshot_dir, episode.snapshot_id)
         async with open_sandbox(backend, options=options, workspace=snapshot) as sandbox:
-            files, executable = await asyncio.to_thread(_tree, sandbox.workspace)
+            files, executable = await asyncio.to_thread(read_tree, sandbox.workspace)
     except SnapshotError:
         return None, NO_SNAPSHOT
     except TaskFormatError:

@@ -19,19 +19,18 @@ anything missing gets a default, anything else is ignored.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from learner.tasks.environment import docker_needs, workspace_files
+from learner.tasks.file_tree import MAX_TASK_BYTES, read_tree
 from learner.tasks.task import FileContent, Split, Task, TaskFormatError
 
 VERIFIER = "bash tests/test.sh"
 REFERENCE = "bash solution/solve.sh"
 DEFAULT_TIMEOUT_S = 120.0
-MAX_TASK_BYTES = 64 << 20
 DIFFICULTIES = {"trivial": 1, "easy": 1, "medium": 2, "hard": 3}
 
 
@@ -89,9 +88,9 @@ def load_task_dir(path: Path, split: Split = "heldout") -> Task:
     if not instruction:
         raise TaskFormatError("instruction.md is empty")
     config = _task_toml(path / "task.toml")
-    environment, env_executable = _tree(path / "environment")
-    tests, tests_executable = _tree(path / "tests", prefix="tests/")
-    solution, solution_executable = _tree(path / "solution", prefix="solution/")
+    environment, env_executable = read_tree(path / "environment")
+    tests, tests_executable = read_tree(path / "tests", prefix="tests/")
+    solution, solution_executable = read_tree(path / "solution", prefix="solution/")
     files = workspace_files(environment)
     if (
         sum(len(content) for content in [*files.values(), *tests.values(), *solution.values()])
@@ -136,37 +135,6 @@ def _task_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(_text(path))
     except tomllib.TOMLDecodeError as error:
         raise TaskFormatError(f"task.toml is not valid TOML: {error}") from None
-
-
-def _tree(root: Path, prefix: str = "") -> tuple[dict[str, FileContent], frozenset[str]]:
-    """The regular files under `root` (relative path -> text, or bytes when not UTF-8), and
-    which of them are executable. Symlinks are refused: they could point anywhere."""
-    files: dict[str, FileContent] = {}
-    executable: set[str] = set()
-    total = 0
-    if not root.is_dir():
-        return files, frozenset()
-    for directory, dirnames, filenames in os.walk(root):
-        for name in sorted(dirnames + filenames):
-            full = Path(directory) / name
-            relative = prefix + full.relative_to(root).as_posix()
-            if full.is_symlink():
-                raise TaskFormatError(
-                    f"{root.name}/{full.relative_to(root)} is a symlink; copy the file instead"
-                )
-            if not full.is_file():
-                continue
-            total += full.stat().st_size
-            if total > MAX_TASK_BYTES:
-                raise TaskFormatError(f"{root.name}/ is larger than {MAX_TASK_BYTES >> 20} MiB")
-            data = full.read_bytes()
-            try:
-                files[relative] = data.decode("utf-8")
-            except UnicodeDecodeError:
-                files[relative] = data
-            if os.access(full, os.X_OK):
-                executable.add(relative)
-    return files, frozenset(executable)
 
 
 def _text(path: Path) -> str:
