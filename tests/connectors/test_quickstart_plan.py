@@ -45,7 +45,9 @@ def test_steps_to_gain_is_the_first_probe_that_reaches_it() -> None:
 
 
 def test_the_plot_draws_both_panels(tmp_path: Path) -> None:
-    curves = Curves([(1, 0.1), (2, 0.3)], 2, [(i, (i % 3) / 3) for i in range(1, 31)], [(0, 0.3), (30, 0.6)], 0.25)
+    curves = Curves(
+        [(1, 0.1), (2, 0.3)], 2, [(i, (i % 3) / 3) for i in range(1, 31)], [(0, 0.3), (30, 0.6)], 0.25
+    )
     png = plot_curves(tmp_path / "q.png", curves)
     assert png.read_bytes().startswith(b"\x89PNG")
 
