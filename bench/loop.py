@@ -36,12 +36,14 @@ from runtime import (  # noqa: E402
     ModelSettings,
     RetryPolicy,
     SandboxOptions,
+    SkillCatalog,
     Workspaces,
     available_backends,
     builtin_toolbox,
     count_tokens,
     fixed_overhead_messages,
 )
+from skills import SkillLibrary  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 WORDS = "project meeting lisbon dinner deploy postgres invoice garden bicycle sister flight budget".split()
@@ -131,17 +133,19 @@ async def main() -> None:
     parser.add_argument("--history", type=int, default=1_000)
     args = parser.parse_args()
     rng = random.Random(3)
-    toolbox = builtin_toolbox()
-    overhead = count_tokens(fixed_overhead_messages(), toolbox.schemas())
-    # Providers render tool schemas their own way; as raw JSON text they cost at most this:
-    as_json = count_tokens(fixed_overhead_messages()) + count_tokens(
-        [{"role": "user", "content": toolbox.schema_json()}]
-    )
-    print(f"fixed_prompt_overhead_tokens: {overhead}")
-    print(f"fixed_prompt_overhead_tokens_schemas_as_json: {as_json}")
-    print(f"fixed_prompt_overhead_vs_hermes_reported: {overhead / HERMES_REPORTED_OVERHEAD_TOKENS:.3f}")
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as server:
         store = MemoryStore.open(Path(tmp) / "memory.db")
+        # The toolbox and the skill slot as the daemon builds them (connectors/assembly.py).
+        skills = SkillCatalog(SkillLibrary(Path(tmp) / "skills"), store)
+        toolbox = builtin_toolbox(skills=skills)
+        overhead = count_tokens(fixed_overhead_messages(), toolbox.schemas())
+        # Providers render tool schemas their own way; as raw JSON text they cost at most this:
+        as_json = count_tokens(fixed_overhead_messages()) + count_tokens(
+            [{"role": "user", "content": toolbox.schema_json()}]
+        )
+        print(f"fixed_prompt_overhead_tokens: {overhead}")
+        print(f"fixed_prompt_overhead_tokens_schemas_as_json: {as_json}")
+        print(f"fixed_prompt_overhead_vs_hermes_reported: {overhead / HERMES_REPORTED_OVERHEAD_TOKENS:.3f}")
         fill_memory(store, args.memory, args.history, rng)
         print(f"memory_messages: {store.stats().messages}")
         baseline = await bare_openai_ms(server, 100)
@@ -152,7 +156,9 @@ async def main() -> None:
             workspaces = Workspaces(
                 "local", SandboxOptions(), Path(tmp) / "snapshots", store.set_workspace_snapshot
             )
-            agent = Agent(store, planner, toolbox, workspaces, settings=AgentSettings(stream=stream))
+            agent = Agent(
+                store, planner, toolbox, workspaces, settings=AgentSettings(stream=stream), skills=skills
+            )
             samples = await runtime_turns(agent, server, args.turns, rng)
             await agent.close()
             name = "runtime_overhead_streaming" if stream else "runtime_overhead"

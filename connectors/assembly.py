@@ -24,9 +24,13 @@ from runtime import (
     Agent,
     AgentSettings,
     ChatModel,
+    ContextSettings,
     Limits,
     ModelAuthError,
     SandboxOptions,
+    SkillCatalog,
+    SkillSettings,
+    UserModelSettings,
     Workspaces,
     builtin_toolbox,
     model_from_slot,
@@ -88,17 +92,43 @@ def build_agent(
         config.sandbox.backend, options, config.data_dir / "snapshots", store.set_workspace_snapshot
     )
     terminal = build_executor(config, environ, store, planner) if config.executor.enabled else None
-    toolbox = builtin_toolbox(executor=terminal is not None)
+    skills = build_skills(config, store) if config.skills.enabled else None
+    toolbox = builtin_toolbox(executor=terminal is not None, skills=skills)
     agent = Agent(
         store,
         planner,
         toolbox,
         workspaces,
         judge=judge,
-        settings=AgentSettings(stream=stream, command_timeout_s=config.sandbox.timeout_s),
+        settings=AgentSettings(
+            stream=stream,
+            command_timeout_s=config.sandbox.timeout_s,
+            context=ContextSettings(profile_tokens=config.users.profile_tokens),
+            user_model=UserModelSettings(every_turns=config.users.extraction_every_turns),
+        ),
         terminal=terminal,
+        skills=skills,
     )
     return Assembled(agent, store, notes, terminal)
+
+
+def build_skills(config: Config, store: MemoryStore) -> SkillCatalog:
+    """The skill library under `<data_dir>/skills`, kept in step with memory's index."""
+    from skills import SkillLibrary
+
+    settings = config.skills
+    catalog = SkillCatalog(
+        SkillLibrary(config.data_dir / "skills"),
+        store,
+        SkillSettings(
+            prompt_tokens=settings.prompt_tokens,
+            review=settings.review,
+            min_tool_calls=settings.min_tool_calls,
+            min_uses=settings.min_uses,
+        ),
+    )
+    catalog.sync()
+    return catalog
 
 
 def build_executor(

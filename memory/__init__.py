@@ -6,13 +6,18 @@ from .conversation import Summary, ToolCallRecord, Turn
 from .embedding import EmbeddingUnavailable, SentenceEmbedder
 from .episodes import REWARD_RANK, Episode
 from .errors import ImportFormatError, MemoryStoreError, MigrationError, UnknownRecordError
+from .facts import KINDS as FACT_KINDS
+from .facts import FactChange, profile_line
+from .forget import ForgetReport
 from .hybrid import VectorIndex
 from .inbox import InboxDepth, InboxItem, Reply
 from .jsonl import ImportReport, export_jsonl, import_jsonl
+from .linking import LinkCode, LinkError, MoveReport
 from .records import AddReport, Fact, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .redaction import is_secret_name
 from .routing import BASE_VERSION, Competence, RouteDay, RoutingDecision
 from .secrets import Redaction, Redactor, mask, redact
+from .skill_index import SUCCESS_REWARD, IndexedSkill, SkillHealth, SkillMatch, SkillStats
 from .store import MemoryStore
 from .token_arrays import common_prefix, common_prefix_of
 from .trajectory_export import ExportReport, export_trajectories
@@ -24,10 +29,13 @@ from .trajectory_records import (
     TrajectoryFilter,
     TrajectorySummary,
 )
+from .users import Identity, UserSummary
 
 __all__ = [
     "BASE_VERSION",
+    "FACT_KINDS",
     "REWARD_RANK",
+    "SUCCESS_REWARD",
     "AddReport",
     "Competence",
     "EmbeddingUnavailable",
@@ -35,16 +43,23 @@ __all__ = [
     "ExecutorEpisode",
     "ExportReport",
     "Fact",
+    "FactChange",
+    "ForgetReport",
     "Grant",
+    "Identity",
     "ImportFormatError",
     "ImportReport",
     "InboxDepth",
     "InboxItem",
+    "IndexedSkill",
+    "LinkCode",
+    "LinkError",
     "MemoryStats",
     "MemoryStore",
     "MemoryStoreError",
     "Message",
     "MigrationError",
+    "MoveReport",
     "NewMessage",
     "PairingCode",
     "PairingError",
@@ -57,6 +72,9 @@ __all__ = [
     "SearchHit",
     "SentenceEmbedder",
     "SessionInfo",
+    "SkillHealth",
+    "SkillMatch",
+    "SkillStats",
     "StoredCall",
     "Summary",
     "ToolCallRecord",
@@ -65,6 +83,7 @@ __all__ = [
     "TrajectorySummary",
     "Turn",
     "UnknownRecordError",
+    "UserSummary",
     "VectorIndex",
     "common_prefix",
     "common_prefix_of",
@@ -73,5 +92,6 @@ __all__ = [
     "import_jsonl",
     "is_secret_name",
     "mask",
+    "profile_line",
     "redact",
 ]

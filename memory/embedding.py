@@ -22,6 +22,7 @@ Errors:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -76,6 +77,12 @@ class SentenceEmbedder:
         model = SentenceTransformer(str(model_dir), device=device)
         return cls(model, batch_size=batch_size)
 
+    @classmethod
+    def shared(cls) -> SentenceEmbedder:
+        """The bundled model on CPU, loaded once per process: what anything that searches more
+        than once (a daemon, an agent, a benchmark) should use, because a load costs seconds."""
+        return _shared()
+
     def embed(self, texts: Sequence[str]) -> list[bytes]:
         """One blob of `dim` float32 values (little-endian, unit length) per text, in order."""
         if not texts:
@@ -89,6 +96,11 @@ class SentenceEmbedder:
         )  # (N, dim)
         vectors = vectors.astype("<f4", copy=False)
         return [row.tobytes() for row in vectors]
+
+
+@functools.cache
+def _shared() -> SentenceEmbedder:
+    return SentenceEmbedder.load()
 
 
 def load_vec_extension(connection: apsw.Connection) -> None:

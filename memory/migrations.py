@@ -362,6 +362,135 @@ def m009_executor_routing(db: apsw.Connection) -> None:
     )
 
 
+def m011_user_model(db: apsw.Connection) -> None:
+    # The user model (memory/facts.py, memory/linking.py). Facts gain a kind, how often they were
+    # restated, and their history: a fact that contradicts an older one supersedes it (the old
+    # row stays, pointing at its successor). A fact may come from several messages
+    # (fact_sources). facts_fts indexes statements like messages_fts indexes messages: external
+    # content (text stored once) and a scope token per user. Sessions learn which platform
+    # identity they belong to, so `unlink` can split a person's conversations again; link codes
+    # join two identities of one person; fact_extraction is how far each session was read.
+    db.execute(
+        """
+        alter table facts add column kind text not null default 'other'
+            check (kind in ('preference', 'biography', 'relationship', 'plan', 'constraint', 'other'));
+        alter table facts add column mentions integer not null default 1;
+        alter table facts add column superseded_by integer references facts(id) on delete set null;
+        alter table facts add column supersedes integer references facts(id) on delete set null;
+        create index facts_current on facts(user_id, updated_at) where superseded_by is null;
+        create table fact_sources (
+            fact_id integer not null references facts(id) on delete cascade,
+            message_id integer not null references messages(id) on delete cascade,
+            primary key (fact_id, message_id)
+        ) without rowid;
+        create index fact_sources_message on fact_sources(message_id);
+        insert into fact_sources(fact_id, message_id)
+            select id, source_message_id from facts where source_message_id is not null;
+        create view fact_docs as select id, statement, 'u' || user_id as scope from facts;
+        create virtual table facts_fts using fts5(
+            statement, scope,
+            content = 'fact_docs', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        create trigger facts_fts_insert after insert on facts begin
+            insert into facts_fts(rowid, statement, scope) values (new.id, new.statement, 'u' || new.user_id);
+        end;
+        create trigger facts_fts_delete after delete on facts begin
+            insert into facts_fts(facts_fts, rowid, statement, scope)
+                values ('delete', old.id, old.statement, 'u' || old.user_id);
+        end;
+        create trigger facts_fts_update after update of statement, user_id on facts begin
+            insert into facts_fts(facts_fts, rowid, statement, scope)
+                values ('delete', old.id, old.statement, 'u' || old.user_id);
+            insert into facts_fts(rowid, statement, scope) values (new.id, new.statement, 'u' || new.user_id);
+        end;
+        insert into facts_fts(facts_fts) values ('rebuild');
+        alter table sessions add column platform_user_id text;
+        update sessions set platform_user_id = (
+            select i.platform_user_id from identities i
+            where i.user_id = sessions.user_id and i.platform = sessions.platform)
+        where (select count(*) from identities i
+               where i.user_id = sessions.user_id and i.platform = sessions.platform) = 1;
+        create index sessions_identity on sessions(platform, platform_user_id)
+            where platform_user_id is not null;
+        create table link_codes (
+            code text primary key,
+            user_id integer not null references users(id) on delete cascade,
+            platform text not null,
+            platform_user_id text not null,
+            created_at real not null,
+            expires_at real not null,
+            used_at real
+        ) without rowid;
+        create index link_codes_user on link_codes(user_id, created_at);
+        create table link_failures (at real not null);
+        create table fact_extraction (
+            session_id integer primary key references sessions(id) on delete cascade,
+            through_message_id integer not null
+        );
+        """
+    )
+
+
+def m010_skills(db: apsw.Connection) -> None:
+    # The skill index (memory/skill_index.py): a mirror of the SKILL.md files on disk (the files
+    # are the source of truth; the stat and hash say when a file changed), searchable through an
+    # external-content FTS5 table over name, description and body. skill_uses records, per chat
+    # turn's episode, the skills its prompt offered (viewed = 0) and those it opened (viewed = 1);
+    # skill names, not ids, so outcomes outlive an archive and a restore. skill_health holds a
+    # failing skill's state: flagged, revised once, archived.
+    db.execute(
+        """
+        create table skills (
+            id integer primary key,
+            name text not null unique,
+            description text not null,
+            body text not null,
+            trust text not null check (trust in ('trusted', 'untrusted')),
+            pinned integer not null default 0,
+            file_mtime_ns integer not null,
+            file_size integer not null,
+            content_hash text not null,
+            indexed_at real not null
+        );
+        create virtual table skills_fts using fts5(
+            name, description, body,
+            content = 'skills', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        create trigger skills_fts_insert after insert on skills begin
+            insert into skills_fts(rowid, name, description, body)
+                values (new.id, new.name, new.description, new.body);
+        end;
+        create trigger skills_fts_delete after delete on skills begin
+            insert into skills_fts(skills_fts, rowid, name, description, body)
+                values ('delete', old.id, old.name, old.description, old.body);
+        end;
+        create trigger skills_fts_update after update of name, description, body on skills begin
+            insert into skills_fts(skills_fts, rowid, name, description, body)
+                values ('delete', old.id, old.name, old.description, old.body);
+            insert into skills_fts(rowid, name, description, body)
+                values (new.id, new.name, new.description, new.body);
+        end;
+        create table skill_uses (
+            episode_id integer not null references episodes(id) on delete cascade,
+            skill text not null,
+            viewed integer not null check (viewed in (0, 1)),
+            at real not null,
+            primary key (episode_id, skill)
+        ) without rowid;
+        create index skill_uses_skill on skill_uses(skill, viewed, at);
+        create table skill_health (
+            skill text primary key,
+            state text not null check (state in ('flagged', 'revised', 'archived')),
+            changed_at real not null,
+            since real not null,
+            note text not null
+        ) without rowid;
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
@@ -372,6 +501,8 @@ MIGRATIONS: list[Migration] = [
     m007_daemon_inbox_and_access,
     m008_inbox_heads_by_kind,
     m009_executor_routing,
+    m010_skills,
+    m011_user_model,
 ]
 
 

@@ -40,13 +40,28 @@ class SearchHit(Message):
 
 @dataclass(frozen=True)
 class Fact:
+    """Something temper learned about a user (memory/facts.py): `sources` are the ids of the
+    messages it came from; a superseded fact is history, kept with a pointer to its successor."""
+
     id: int
     user_id: int
     statement: str
-    source_message_id: int | None
+    kind: str
     confidence: float
+    mentions: int  # how often it was stated: restating merges into the same fact
     created_at: float
     updated_at: float
+    superseded_by: int | None = None
+    supersedes: int | None = None
+    sources: tuple[int, ...] = ()
+
+    @property
+    def source_message_id(self) -> int | None:
+        return self.sources[0] if self.sources else None
+
+    @property
+    def current(self) -> bool:
+        return self.superseded_by is None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,11 @@ Hits of an earlier stage rank above those of a later one; within a stage by BM25
 ranking.py), then the best few are blended with recency (a boost that halves every
 HALF_LIFE_DAYS).
 
+A question is read as one first (query_rewrite.py): a date it names ("on 21 May, 2023")
+leaves the words and its time window is searched first, its hits ranked above the rest; and
+a question's ranking (a pool of at least recall_context.POOL) gets session context: the
+reply to a ranked message that asks joins it (recall_context.py). Keywords get neither.
+
 The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common words at 1M):
   - each FTS query reads matches newest first (`order by rowid desc`, served natively by
     FTS5) and stops at WINDOW rows, so a query made only of common words ranks its newest
@@ -27,11 +32,13 @@ The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common wor
 import math
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import apsw
 
 from .query import ParsedQuery, Term, all_of, any_of, in_content, parse_query
+from .query_rewrite import TimeWindow, read_question
+from .recall_context import POOL, with_context
 from .records import SearchHit
 
 NO_SUCH_ID = -1  # a filter naming an unknown user or session: matches nothing
@@ -99,6 +106,12 @@ class Scope:
         time_clauses, time_bindings = self.time_sql()
         return "".join(clauses) + time_clauses, [*bindings, *time_bindings]
 
+    def within(self, window: TimeWindow) -> "Scope":
+        """This scope narrowed to `window`."""
+        since = window.since if self.since is None else max(self.since, window.since)
+        until = window.until if self.until is None else min(self.until, window.until)
+        return replace(self, since=since, until=until)
+
 
 class _Found:
     """Candidates by message id: the stage that first found each, and its relevance."""
@@ -128,10 +141,27 @@ def _blend(relevance: float, ts: float, now: float) -> float:
 
 
 def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 10) -> list[SearchHit]:
-    parsed = parse_query(text)
+    question = read_question(text)
+    parsed = parse_query(question.text)
     if parsed.empty or scope.matches_nothing:
         return []
-    found = _Found(max(1, min(limit, MAX_LIMIT)))
+    limit = max(1, min(limit, MAX_LIMIT))
+    pool = max(limit, POOL) if question.is_question else limit
+    ranked: list[_Ranked] = []
+    if question.window is not None:  # the hits from around the date the question names first
+        ranked = _ranked(db, parsed, scope.within(question.window), pool)
+    seen = {item.row[0] for item in ranked}
+    ranked += [item for item in _ranked(db, parsed, scope, pool) if item.row[0] not in seen]
+    if question.is_question:
+        order = with_context(db, [item.row[0] for item in ranked], scope.row_sql())[:limit]
+    else:
+        order = [(item.row[0], item.score) for item in ranked[:limit]]
+    return _hits(db, order, ranked, parsed)
+
+
+def _ranked(db: apsw.Connection, parsed: ParsedQuery, scope: Scope, size: int) -> list["_Ranked"]:
+    """The staged search's candidates in `scope`, best first."""
+    found = _Found(size)
     words = _Terms(db, "messages_fts", parsed.terms, scope)
     trigrams = _Terms(db, "messages_trigram", _trigram_terms(parsed), scope)
     for floor in words.floors():
@@ -139,7 +169,7 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
         _run_stages(db, found, parsed, [words, trigrams], scope)
         if found.full:
             break
-    return _hits(db, found, parsed)
+    return _rank(db, found, parsed)
 
 
 def has_messages_outside(db: apsw.Connection, user_id: int, ids: Collection[int]) -> bool:
@@ -292,20 +322,18 @@ def _scan(db: apsw.Connection, fragments: list[str], scope: Scope) -> list[tuple
     ).fetchall()
 
 
-def _hits(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[SearchHit]:
+@dataclass(frozen=True)
+class _Ranked:
+    score: float
+    index: str  # the index that found it: which snippet to cut
+    row: tuple  # the seven columns of a Message
+
+
+def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Ranked]:
     shortlist = found.shortlist()
     if not shortlist:
         return []
-    placeholders = ", ".join("?" * len(shortlist))
-    rows = {
-        row[0]: row
-        for row in db.execute(
-            "select m.id, m.external_id, s.key, u.handle, m.role, m.content, m.ts"
-            " from messages m join sessions s on s.id = m.session_id"
-            f" join users u on u.id = m.user_id where m.id in ({placeholders})",
-            [message_id for message_id, _ in shortlist],
-        )
-    }
+    rows = _rows(db, [message_id for message_id, _ in shortlist])
     now = time.time()
     overlap = _Overlap(db, parsed.raw)
     blended = sorted(
@@ -315,17 +343,42 @@ def _hits(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[Searc
             if (row := rows.get(message_id)) is not None
         ),
         key=lambda item: (item[0], -item[1]),
-    )[: found.limit]
+    )
+    return [_Ranked(score, index, row) for _, score, index, row in blended]
+
+
+def _rows(db: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
+    if not ids:
+        return {}
+    placeholders = ", ".join("?" * len(ids))
+    return {
+        row[0]: row
+        for row in db.execute(
+            "select m.id, m.external_id, s.key, u.handle, m.role, m.content, m.ts"
+            " from messages m join sessions s on s.id = m.session_id"
+            f" join users u on u.id = m.user_id where m.id in ({placeholders})",
+            ids,
+        )
+    }
+
+
+def _hits(
+    db: apsw.Connection, order: list[tuple[int, float]], ranked: list[_Ranked], parsed: ParsedQuery
+) -> list[SearchHit]:
+    known = {item.row[0]: item for item in ranked}
+    context_rows = _rows(db, [message_id for message_id, _ in order if message_id not in known])
     words = in_content(any_of(parsed.terms), []) if parsed.terms else None
     trigram = any_of(_trigram_terms(parsed)) or None
-    return [
-        SearchHit(  # type: ignore[misc]  # row: the seven columns of a Message
-            *row,
-            score=score,
-            snippet=_snippet(db, index, row[0], words, trigram) or cut_snippet(row[5], parsed.raw),
-        )
-        for _, score, index, row in blended
-    ]
+    hits = []
+    for message_id, score in order:
+        item = known.get(message_id)
+        row = item.row if item is not None else context_rows.get(message_id)
+        if row is None:
+            continue
+        index = item.index if item is not None else "context"
+        snippet = _snippet(db, index, message_id, words, trigram) or cut_snippet(row[5], parsed.raw)
+        hits.append(SearchHit(*row, score=score, snippet=snippet))  # type: ignore[misc]
+    return hits
 
 
 class _Overlap:

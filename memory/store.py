@@ -9,10 +9,13 @@ on the same connection and writer, reached as an attribute:
     store.conversations   a session's turns and summaries as the model sees them (conversation.py)
     store.episodes        the tasks of chat turns, their outcomes and rewards (episodes.py)
     store.facts           what temper has learned about each user (facts.py)
+    store.users           the people it knows: list, resolve, export, forget (users.py)
+    store.links           one person's identities joined and split again (linking.py)
     store.trajectories    executor episodes and their model calls at token level (trajectories.py)
     store.inbox           the daemon's durable inbox and the replies it sends (inbox.py)
     store.access          pairing codes and access grants (access.py)
     store.routing         kinds of terminal tasks, executor competence, routing decisions (routing.py)
+    store.skills          the skill index: search, which turns used which skill, outcomes (skill_index.py)
 
 The store is synchronous on purpose: its calls take micro- to milliseconds, and SQLite wants
 one connection used by one thread at a time. Async callers run long operations (import,
@@ -34,11 +37,14 @@ from .episodes import Episodes
 from .errors import UnknownRecordError
 from .facts import Facts
 from .inbox import Inbox
+from .linking import Linking
 from .migrations import migrate
 from .recent_ids import RecentIds
 from .records import ROLES, AddReport, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .routing import Routing
+from .skill_index import SkillIndex
 from .trajectories import Trajectories
+from .users import Users
 from .writer import Writer
 
 _MESSAGE_COLUMNS = (
@@ -61,6 +67,9 @@ class MemoryStore:
         self.inbox = Inbox(self._writer)
         self.access = Access(self._writer)
         self.routing = Routing(self._writer)
+        self.skills = SkillIndex(self._writer)
+        self.users = Users(self._writer, path, on_change=self._forget_ids)
+        self.links = Linking(self._writer, on_change=self._forget_ids)
 
     @classmethod
     def open(cls, path: Path | str) -> "MemoryStore":
@@ -144,8 +153,10 @@ class MemoryStore:
         chat_id: str | None = None,
         thread_id: str = "",
         user_id: int | None = None,
+        platform_user_id: str | None = None,
     ) -> int:
-        """The id of the session named `key`, created if new."""
+        """The id of the session named `key`, created if new; `platform_user_id` is the identity
+        it belongs to on `platform` (linking.py splits a person's sessions by it)."""
         if (cached := self._session_ids.get_recent(key)) is not None:
             return cached
         with self._writer.writing() as db:
@@ -153,13 +164,21 @@ class MemoryStore:
             if row is None:
                 now = time.time()
                 db.execute(
-                    "insert into sessions(key, platform, chat_id, thread_id, user_id, created_at,"
-                    " updated_at) values (?, ?, ?, ?, ?, ?, ?)",
-                    (key, platform, chat_id if chat_id is not None else key, thread_id, user_id, now, now),
-                )
+                    "insert into sessions(key, platform, chat_id, thread_id, user_id, platform_user_id,"
+                    " created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        key, platform, chat_id if chat_id is not None else key, thread_id, user_id,
+                        platform_user_id, now, now,
+                    ),
+                )  # fmt: skip
                 session_id = db.last_insert_rowid()
             else:
                 session_id = row[0]
+                if platform_user_id is not None:
+                    db.execute(
+                        "update sessions set platform_user_id = ? where id = ? and platform_user_id is null",
+                        (platform_user_id, session_id),
+                    )
             self._session_ids.put(key, session_id)
         return session_id
 

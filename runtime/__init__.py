@@ -46,7 +46,10 @@ from runtime.sandbox import (
     available_backends,
     open_sandbox,
 )
+from runtime.skill_catalog import SkillCatalog, SkillSettings, SyncReport
+from runtime.skill_review import Learned, TurnRecord, learn_skills
 from runtime.tools import ApprovalRequest, Toolbox, ToolContext, ToolResult, builtin_toolbox
+from runtime.user_model import UserModelSettings
 from runtime.workspaces import Workspaces
 
 __all__ = [
@@ -63,6 +66,7 @@ __all__ = [
     "Evaluated",
     "Event",
     "Inbound",
+    "Learned",
     "Limits",
     "ModelAuthError",
     "ModelCalled",
@@ -77,7 +81,10 @@ __all__ = [
     "SandboxError",
     "SandboxOptions",
     "SandboxUnavailable",
+    "SkillCatalog",
+    "SkillSettings",
     "Snapshot",
+    "SyncReport",
     "TextDelta",
     "ToolCall",
     "ToolCalled",
@@ -86,7 +93,9 @@ __all__ = [
     "ToolReturned",
     "Toolbox",
     "TurnFailed",
+    "TurnRecord",
     "TurnStarted",
+    "UserModelSettings",
     "Verdict",
     "Workspaces",
     "assess",
@@ -94,6 +103,7 @@ __all__ = [
     "builtin_toolbox",
     "count_tokens",
     "fixed_overhead_messages",
+    "learn_skills",
     "model_from_slot",
     "open_sandbox",
 ]

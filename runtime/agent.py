@@ -11,8 +11,9 @@
 - evaluate: score the turn (runtime/evaluate.py). This departs from DESIGN.md's order
   (evaluate, then return) on purpose: a judge call on the reply path would add a model call
   of latency to every answer, and nothing in the reply depends on the score.
-- learn: off the reply path, compact the session if it grew long. (Later issues add the user
-  model and skills here.)
+- learn: off the reply path, compact the session if it grew long, and every few turns extract
+  facts about the person (runtime/user_model.py; also from their sessions that went quiet),
+  and review the turn's work for a skill worth keeping or patching (runtime/skill_review.py).
 
 Everything observable is an event (runtime/events.py); the loop itself never prints or logs.
 A turn cancelled part way (Ctrl-C in the CLI) leaves its episode `abandoned`; what was said
@@ -45,7 +46,10 @@ from runtime.events import (
 )
 from runtime.inbound import Inbound
 from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall, close_model_clients
+from runtime.skill_catalog import SkillCatalog
+from runtime.skill_review import TurnRecord, learn_skills
 from runtime.tools import ApprovalRequest, TerminalRunner, Toolbox, ToolContext, ToolResult
+from runtime.user_model import UserModel, UserModelSettings
 from runtime.workspaces import Workspaces
 
 APPROVAL_TIMEOUT_S = 600.0
@@ -60,6 +64,7 @@ class AgentSettings:
     judge_turns_without_tools: bool = False
     stream: bool = True  # ReplyDelta events as text arrives (litellm streaming costs ~8 ms more a call)
     command_timeout_s: float | None = None  # the ceiling of any command's timeout ([sandbox] timeout_s)
+    user_model: UserModelSettings = field(default_factory=UserModelSettings)
 
 
 @dataclass
@@ -85,7 +90,9 @@ class Agent:
         judge: ChatModel | None = None,
         settings: AgentSettings | None = None,
         terminal: TerminalRunner | None = None,
+        skills: SkillCatalog | None = None,
     ) -> None:
+        self.skills = skills  # the skill library and its index; None: no skills in prompts or reviews
         self.store = store
         self.terminal = terminal  # the executor behind terminal_task, when the toolbox has it
         self.planner = planner
@@ -97,6 +104,7 @@ class Agent:
         # a long-running daemon stays flat (a session forgotten here is asked again)
         self._standing: OrderedDict[int, tuple[set[str], set[str]]] = OrderedDict()
         self._learning: set[asyncio.Task[None]] = set()
+        self.user_model = UserModel(store, planner, self.settings.user_model)
 
     async def turn(self, inbound: Inbound) -> AsyncIterator[Event]:
         """Answer one message; yields the turn's events in order (see runtime/events.py)."""
@@ -104,7 +112,7 @@ class Agent:
             session, request_id = self.receive(inbound)
             episode_id = self.store.episodes.start(session.id, session.user_id, inbound.text, request_id)
         yield TurnStarted(session.key, episode_id)
-        turn = _Turn(session, inbound, episode_id, self.plan(session, inbound.text))
+        turn = _Turn(session, inbound, episode_id, self.plan(session, inbound.text, episode_id))
         finished = False
         try:
             async for event in self.execute(turn):
@@ -119,16 +127,13 @@ class Agent:
                 self.store.episodes.finish(episode_id, "abandoned")
         yield self.reply(turn)
         yield await self.evaluate(turn)
-        self.learn(session)
+        self.learn(session, turn)
 
     # --- receive ---------------------------------------------------------------------------
 
     def receive(self, inbound: Inbound) -> tuple[SessionRef, int]:
         """Store the message once (a repeated platform message id finds the stored one)."""
-        user_id = self.store.user_for_identity(*inbound.identity)
-        if user_id is None:
-            user_id = self.store.ensure_user(f"{inbound.platform}:{inbound.user_id}", inbound.user_name)
-            self.store.link_identity(inbound.platform, inbound.user_id, user_id)
+        user_id = self.store.links.ensure_identity(inbound.platform, inbound.user_id, inbound.user_name)
         handle = self.store.user_handle(user_id)
         session_id = self.store.ensure_session(
             inbound.session_key,
@@ -136,6 +141,7 @@ class Agent:
             chat_id=inbound.chat_id,
             thread_id=inbound.thread_id,
             user_id=user_id,
+            platform_user_id=inbound.user_id,
         )
         external_id = (
             f"{inbound.platform}:{inbound.chat_id}:{inbound.platform_message_id}"
@@ -149,8 +155,14 @@ class Agent:
 
     # --- plan ------------------------------------------------------------------------------
 
-    def plan(self, session: SessionRef, question: str) -> list[dict[str, Any]]:
-        return build_messages(self.store, session, question, self.settings.context)
+    def plan(self, session: SessionRef, question: str, episode_id: int | None = None) -> list[dict[str, Any]]:
+        skills = self.skills
+        if skills is None:
+            return build_messages(self.store, session, question, self.settings.context)
+        return build_messages(  # the skills for this request, recorded as offered to the turn
+            self.store, session, question, self.settings.context,
+            skill_index=lambda request, turns: skills.offer(episode_id, request, [t.content for t in turns]),
+        )  # fmt: skip
 
     # --- execute ---------------------------------------------------------------------------
 
@@ -309,14 +321,19 @@ class Agent:
 
     # --- learn -----------------------------------------------------------------------------
 
-    def learn(self, session: SessionRef) -> None:
+    def learn(self, session: SessionRef, turn: _Turn | None = None) -> None:
         """Start the after-reply work in the background (its failures end up in `drain`)."""
-        task = asyncio.create_task(self._learn(session))
+        task = asyncio.create_task(self._learn(session, turn))
         self._learning.add(task)
         task.add_done_callback(self._learning.discard)
 
-    async def _learn(self, session: SessionRef) -> None:
+    async def _learn(self, session: SessionRef, turn: _Turn | None = None) -> None:
         await compact_if_long(self.store, self.planner, session.id, self.settings.compaction)
+        await self.user_model.after_turn(session)  # facts about the person, every few turns
+        if self.skills is not None and turn is not None:  # a procedure worth keeping; failing skills
+            await learn_skills(
+                self.skills, self.planner, TurnRecord(turn.episode_id, turn.inbound.text, turn.messages)
+            )
 
     async def drain(self) -> None:
         """Wait for after-reply work; raise the first failure (bugs must not vanish)."""

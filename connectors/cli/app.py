@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from connectors.cli import daemon, executor, learn, memory, serve, tasks, trajectories
+from connectors.cli import daemon, executor, learn, memory, serve, skills, tasks, trajectories, users
 from connectors.cli.chat import chat
 from connectors.cli.context import CliState, get_config, get_state
 from connectors.cli.quickstart import quickstart
@@ -27,6 +27,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold secrets
 )
 app.add_typer(memory.app, name="memory")
+app.add_typer(users.app, name="users")
+app.add_typer(skills.app, name="skills")
 app.add_typer(serve.app, name="serve")
 app.add_typer(trajectories.app, name="trajectories")
 app.add_typer(tasks.app, name="tasks")

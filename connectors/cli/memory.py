@@ -193,7 +193,7 @@ def _vector_index(store: MemoryStore):
     from memory import SentenceEmbedder, VectorIndex
 
     torch.set_num_threads(1)  # FACTS.md: one thread is 3-4x faster on a busy 2-core machine
-    return VectorIndex.open(store, SentenceEmbedder.load())
+    return VectorIndex.open(store, SentenceEmbedder.shared())  # loaded once per process
 
 
 @app.command()

@@ -53,6 +53,8 @@ TABLE_PAGES: dict[str, tuple[str, str]] = {
     "telegram": ("The daemon: setting up a Telegram bot", "daemon.md#setting-up-a-telegram-bot"),
     "slack": ("The daemon: setting up a Slack app", "daemon.md#setting-up-a-slack-app"),
     "daemon": ("The daemon", "daemon.md"),
+    "users": ("Users", "users.md"),
+    "skills": ("Skills", "skills.md"),
 }
 
 INTRO = """\

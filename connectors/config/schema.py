@@ -233,6 +233,26 @@ class DaemonConfig(Section):
     )
 
 
+class UsersConfig(Section):
+    """The user model: facts learned about each person, their profile in the prompt, linking."""
+
+    extraction_every_turns: int = Field(6, ge=1, le=100, description="a whole number from 1 to 100")
+    profile_tokens: int = Field(300, ge=0, le=4000, description="a whole number of tokens from 0 to 4000")
+    link_code_ttl_s: float = Field(
+        600.0, ge=60, le=86400, description="a number of seconds from 60 to 86400 (a day)"
+    )
+
+
+class SkillsConfig(Section):
+    """The skill library under data_dir/skills: the prompt's skill lines and the learn stage's review."""
+
+    enabled: bool = Field(True, description="true or false")
+    review: bool = Field(True, description="true or false")
+    prompt_tokens: int = Field(600, ge=0, le=4000, description="a whole number of tokens from 0 to 4000")
+    min_tool_calls: int = Field(3, ge=1, le=100, description="a whole number from 1 to 100")
+    min_uses: int = Field(8, ge=2, le=1000, description="a whole number from 2 to 1000")
+
+
 def default_data_dir() -> Path:
     return Path(user_data_dir(APP_NAME))
 
@@ -250,6 +270,8 @@ class Config(Section):
     telegram: TelegramConfig = Field(default_factory=TelegramConfig, description="a table [telegram]")
     slack: SlackConfig = Field(default_factory=SlackConfig, description="a table [slack]")
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="a table [daemon]")
+    users: UsersConfig = Field(default_factory=UsersConfig, description="a table [users]")
+    skills: SkillsConfig = Field(default_factory=SkillsConfig, description="a table [skills]")
 
     @model_validator(mode="after")
     def _resolve_paths(self) -> Config:

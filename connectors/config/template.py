@@ -174,6 +174,30 @@ maintenance_schedule = "0 4 * * 0"
 # Forget answered inbox items older than inbox_retention_days.
 inbox_prune_schedule = "30 4 * * *"
 inbox_retention_days = 30.0
+
+[users]
+# What temper learns about each person (`temper users show USER`). After this many of a
+# person's messages in a session, the planner reads them for lasting facts (off the reply path;
+# what is left is read when the session ends).
+extraction_every_turns = 6
+# The prompt's profile of the person speaking: the facts most relevant to the request, then the
+# most stable ones, within this many tokens (0: none).
+profile_tokens = 300
+# How long a code from `/link` stays valid: send it from your other account to join the two.
+link_code_ttl_s = 600.0
+
+[skills]
+# The skill library: SKILL.md folders under data_dir/skills (`temper skills list`).
+enabled = true
+# After a successful turn with at least min_tool_calls tool calls (or an error it got past), the
+# planner reviews it and may patch a skill it used, patch a close one, or create one.
+review = true
+min_tool_calls = 3
+# The prompt lists only the skills relevant to the request, one line each, within this budget.
+prompt_tokens = 600
+# A skill whose turns succeed clearly less often than comparable turns without it, after this
+# many rated uses, is revised once by the planner, then archived if it still fails.
+min_uses = 8
 """
 
 DEFAULT_SECRETS_TEMPLATE = """\

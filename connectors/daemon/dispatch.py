@@ -10,6 +10,7 @@ A message, from the inbox to done:
 
     a stranger?        -> the one pairing reply (memory/access.py), or dropped
     /good or /bad      -> feedback on the session's latest episode, a one-line reply
+    /link [CODE]       -> a one-time code to link another account, or linking this one (linking.py)
     anything else      -> Agent.turn, typing shown once it runs a while, approvals asked with buttons;
                           Replied (or TurnFailed: an apology) becomes the reply
     the reply          -> recorded (the intent) -> sent -> its platform ids recorded and the
@@ -47,6 +48,7 @@ from connectors.channel import ButtonPress, Channel, ChannelError, Delivered, Kn
 from connectors.daemon.access import Access
 from connectors.daemon.approvals import Approvals
 from connectors.daemon.inbox import decode
+from connectors.daemon.linking import is_link_command, link_reply
 from connectors.daemon.supervisor import ChannelSupervisor
 from memory import InboxItem, MemoryStore, Reply
 from runtime import Agent, ApprovalRequested, Inbound, Replied, TurnFailed
@@ -71,6 +73,7 @@ class DispatchSettings:
     retry_base_s: float = 2.0
     retry_max_s: float = 300.0
     max_inline_retry_s: float = 30.0  # a longer Retry-After defers the item instead of waiting in place
+    link_code_ttl_s: float = 600.0  # how long a /link code stays valid ([users] link_code_ttl_s)
     poll_s: float = 1.0
 
 
@@ -202,6 +205,9 @@ class Dispatcher:
             self.store.inbox.finish(item.id, "done" if self._react(delivered) else "dropped")
         elif (good := FEEDBACK.get(delivered.text.strip().split("@")[0].lower())) is not None:
             await self._reply(item, supervisor, delivered, self._feedback(delivered, good), None)
+        elif is_link_command(delivered.text):
+            text = link_reply(self.store, delivered, self.settings.link_code_ttl_s)
+            await self._reply(item, supervisor, delivered, text, None)
         else:
             await self._turn(item, supervisor, delivered)
 

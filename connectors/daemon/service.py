@@ -92,6 +92,7 @@ class DaemonSettings:
             dispatch=DispatchSettings(
                 concurrency=daemon.concurrency if concurrency is None else concurrency,
                 approval_timeout_s=daemon.approval_timeout_s,
+                link_code_ttl_s=config.users.link_code_ttl_s,
             ),
             pairing=PairingPolicy(ttl_s=daemon.pairing_code_ttl_s),
             schedule=ScheduleSettings(
@@ -287,6 +288,7 @@ class Daemon:
             retention_s = schedule.retention_days * DAY_S
             with store.transaction():  # one logical write: finished items and old pairing codes
                 store.access.prune(retention_s)
+                store.links.prune(retention_s)
                 removed = store.inbox.prune(retention_s)
             return f"{removed} finished inbox items older than {schedule.retention_days:g} days removed"
 

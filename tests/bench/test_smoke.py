@@ -113,6 +113,28 @@ def test_recall() -> None:
     assert_figures(output, "lexical_all_recall@10:", "baseline_all_recall@10:")
 
 
+LOCOMO_FIGURES = [f"{mode}_recall_at_{k}:" for mode in ("lexical", "baseline") for k in (1, 5, 10)]
+
+
+def test_recall_on_locomo_format_data() -> None:
+    output = run_bench(
+        ROOT / "bench/recall.py",
+        *("--data", str(ROOT / "tests/fixtures/locomo-tiny.json"), "--lexical-only", "--split", "tiny-1"),
+    )
+    assert_figures(
+        output, *LOCOMO_FIGURES, "lexical_p99_ms:", "baseline_p50_ms:", "lexical_split_recall_at_10:"
+    )
+    assert "questions: 6" in output.splitlines()  # categories 1-4 only
+
+
+@pytest.mark.slow  # ~15 s: torch and the embedding model load
+def test_recall_on_locomo_format_data_with_hybrid() -> None:
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("the embeddings extra is not installed")
+    output = run_bench(ROOT / "bench/recall.py", "--data", str(ROOT / "tests/fixtures/locomo-tiny.json"))
+    assert_figures(output, *LOCOMO_FIGURES, "hybrid_recall_at_10:", "hybrid_p99_ms:")
+
+
 def test_recall_data_checks_its_labels(tmp_path: Path) -> None:
     """Run on a copy: the generator rewrites its data files next to itself."""
     copy = tmp_path / "bench"
@@ -130,6 +152,22 @@ def test_sandbox() -> None:
     if ".run_true_vs_subprocess:" not in output:
         unavailable = [line for line in output.splitlines() if ".available: no" in line]
         pytest.skip("no sandbox backend works here: " + "; ".join(unavailable))
+
+
+def test_skills() -> None:  # ~10 s: litellm's token counter, 230 skills written, a 2,000-skill index
+    output = run_bench(ROOT / "bench/skills.py", "--repeats", "1")
+    assert_figures(
+        output,
+        "skill_prompt_tokens_10:",
+        "skill_prompt_tokens_200:",
+        "skill_prompt_tokens_2000:",
+        "skill_retrieval_recall_at_5:",
+        "skill_lookup_p99_ms_2000:",
+        "baseline_whole_index_tokens_2000:",
+        "baseline_fts_or_recall_at_5:",
+        "baseline_fts_or_lookup_p99_ms_2000:",
+        "near_duplicate_recall:",
+    )
 
 
 def test_tools() -> None:

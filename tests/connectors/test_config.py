@@ -262,7 +262,7 @@ def test_error_names_the_environment_variable(tmp_path: Path) -> None:
         "(set by TEMPER_SANDBOX__TIMEOUT_S)"
     ) in problems
     assert (
-        "unknown key 'nope' (known keys: daemon, data_dir, executor, learner, memory, models, sandbox, slack, telegram) "
+        "unknown key 'nope' (known keys: daemon, data_dir, executor, learner, memory, models, sandbox, skills, slack, telegram, users) "
         "(set by TEMPER_NOPE__X)" in problems
     )
 

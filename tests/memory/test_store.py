@@ -99,7 +99,7 @@ def test_bad_role_is_refused_before_anything_is_written(store: MemoryStore) -> N
 def test_facts_belong_to_a_user(store: MemoryStore) -> None:
     ana = store.ensure_user("ana")
     source = add(store, "I am allergic to shellfish")
-    fact_id = store.facts.add(ana, "allergic to shellfish", source_message_id=source, confidence=0.9)
+    fact_id = store.facts.add(ana, "allergic to shellfish", sources=[source], confidence=0.9).fact.id
     [fact] = store.facts.for_user(ana)
     assert (fact.id, fact.statement, fact.source_message_id, fact.confidence) == (
         fact_id,

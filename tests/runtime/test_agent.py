@@ -94,6 +94,9 @@ async def test_a_plain_turn(agent: Agent, server: FakeOpenAI, store: MemoryStore
     }
     assert {t["function"]["name"] for t in sent["tools"]} == {
         "search_memory",
+        "remember",
+        "forget_fact",
+        "profile",
         "list_files",
         "read_file",
         "write_file",
