@@ -9,6 +9,13 @@ are known to be common) and passes the counts in:
     temper_rank(messages_fts, df_0, df_1, ...)   -- one df per phrase; df < 0: not scored
 
 Scores are positive, higher is better (FTS5's bm25 is negative). Same k1/b as FTS5.
+
+    temper_rank_in(messages_fts, documents, df_0, ...)   -- documents: the size of the
+        collection the dfs were counted in (a user's messages); < 0: the whole index
+
+ranks among a subset: idf from that subset's counts (recall_rank.py), lengths as before.
+
+    temper_matched(messages_fts)   -- how many of the query's phrases the row holds
 """
 
 import math
@@ -20,11 +27,18 @@ B = 0.75
 
 
 def temper_rank(api: apsw.FTS5ExtensionApi, *dfs: float) -> float:
+    return _bm25(api, api.row_count, dfs)
+
+
+def temper_rank_in(api: apsw.FTS5ExtensionApi, documents: float, *dfs: float) -> float:
+    return _bm25(api, api.row_count if documents < 0 else documents, dfs)
+
+
+def _bm25(api: apsw.FTS5ExtensionApi, documents: float, dfs: tuple[float, ...]) -> float:
     average_length = api.aux_data
     if average_length is None:  # once per query: FTS5 keeps these totals in one record
         average_length = api.column_total_size(0) / max(1, api.row_count)
         api.aux_data = average_length
-    documents = api.row_count
     length_norm = K1 * (1 - B + B * api.column_size(0) / max(average_length, 1e-9))
     score = 0.0
     for phrase, df in enumerate(dfs):
@@ -37,5 +51,11 @@ def temper_rank(api: apsw.FTS5ExtensionApi, *dfs: float) -> float:
     return score
 
 
+def temper_matched(api: apsw.FTS5ExtensionApi) -> int:
+    return sum(bool(api.phrase_locations(phrase)[0]) for phrase in range(api.phrase_count))
+
+
 def register(connection: apsw.Connection) -> None:
     connection.register_fts5_function("temper_rank", temper_rank)
+    connection.register_fts5_function("temper_rank_in", temper_rank_in)
+    connection.register_fts5_function("temper_matched", temper_matched)

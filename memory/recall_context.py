@@ -1,54 +1,83 @@
-"""Session context: a message that asks lends part of its rank to the reply after it.
+"""Session context: a question's candidates ranked with the conversation around them.
 
 In a conversation the answer to a question is often not the turn that shares its words but
-the reply to the turn that does: "Which team did you sign with?" / "The Minnesota Wolves!".
-So for a question (query_rewrite.py says which queries are questions) each ranked message
-gets the score 1 / (rank + 1); a ranked message that itself asks something (it ends with
-"?") adds NEIGHBOUR_WEIGHT times its score to the next message of its session, which joins
-the ranking if the search had not found it. Ranks, not BM25 values, because the stages of
-search.py rank by stage first and their BM25 values are not comparable across stages.
+one beside it: the reply to the turn that asks ("Which team did you sign with?" / "The
+Minnesota Wolves!"), or the turn a remark comments on. And the turns that answer tend to sit
+in the one session where the topic was talked about. So, for a question (query_rewrite.py
+says which queries are questions), over its scored candidates (recall_rank.py):
 
-Only asking turns lend, and only forwards: lending to every neighbour let the "Got it." after
-each stated fact push answers out of the top five on the labelled set (bench/recall.py), and
-measured no better on LoCoMo (docs/memory.md has the figures and the split that chose these).
+1. **Session relevance**: each score is multiplied by 1 + SESSION_WEIGHT x the relevance of
+   its session (the sum of its SESSION_TOP best candidate scores, each over the best of all,
+   relative to the best session's). A lone match in an unrelated chat sinks below the turns
+   of the session the question is about.
+2. **The turns beside**: scores are divided by the best one; a candidate that asks something
+   (has a "?") lends REPLY_WEIGHT times its score to the next message of its session, and
+   every candidate lends BEFORE_WEIGHT times its score to the one before. A lent-to message
+   joins the ranking if the search had not found it.
+
+Scores, not ranks: a strong match lends more than a weak one. Only asking turns lend
+forwards: lending to every next turn let the "Got it." after each stated fact push answers
+down on the labelled set (bench/recall.py). The constants were chosen on LoCoMo
+conversations 1-3 (docs/memory.md has the figures, and those of the conversations not used).
 
 Invariants:
-- The reply must pass the same scope as the search (user, session, role, time): in a group
-  chat the turn after one user's message may be another user's, and it never enters.
-- The next message of the session is found through the `messages_session (session_id, id)`
-  index: one index seek per asking message.
+- A lent-to message must pass the same scope as the search (user, session, role, time): in
+  a group chat the turn beside one user's message may be another user's, and it never enters.
+- The turns beside are found through the `messages_session (session_id, id)` index: two
+  index seeks per candidate.
 """
+
+from collections import defaultdict
 
 import apsw
 
-NEIGHBOUR_WEIGHT = 0.8
-POOL = 30  # ranked messages a question's context is drawn from
-_TRAILING = " \t\r\n.!)\"'"  # "did you?!" and "(really?)" ask too
+SESSION_WEIGHT = 2.0
+SESSION_TOP = 2
+REPLY_WEIGHT = 0.8
+BEFORE_WEIGHT = 0.2
 
 
 def with_context(
-    db: apsw.Connection, ranked: list[int], scope_sql: tuple[str, list[object]]
+    db: apsw.Connection, scores: dict[int, float], scope_sql: tuple[str, list[object]]
 ) -> list[tuple[int, float]]:
-    """`ranked` message ids (best first) with the replies to those that ask: (id, score), best first.
-
-    `scope_sql` is the scope's filter on `messages m` (search.Scope.row_sql()).
-    """
-    own = {message_id: 1.0 / (rank + 1) for rank, message_id in enumerate(ranked)}
-    if not own:
+    """The candidates (`scores`: id -> positive score) and the turns beside them: (id, score),
+    best first. `scope_sql` is the scope's filter on `messages m` (search.Scope.row_sql())."""
+    if not scores:
         return []
-    placeholders = ", ".join("?" * len(own))
+    placeholders = ", ".join("?" * len(scores))
     rows = db.execute(
-        "select m.id, (select min(n.id) from messages n where n.session_id = m.session_id and n.id > m.id)"
-        f" from messages m where m.id in ({placeholders}) and rtrim(m.content, ?) like '%?'",
-        [*own, _TRAILING],
+        "select m.id, m.session_id, instr(m.content, '?') > 0,"
+        " (select max(n.id) from messages n where n.session_id = m.session_id and n.id < m.id),"
+        " (select min(n.id) from messages n where n.session_id = m.session_id and n.id > m.id)"
+        f" from messages m where m.id in ({placeholders})",
+        list(scores),
     ).fetchall()
-    replies = {message_id: reply for message_id, reply in rows if reply is not None}
-    allowed = _in_scope(db, set(replies.values()), scope_sql)
+    own = _with_sessions(scores, {row[0]: row[1] for row in rows})
+    allowed = _in_scope(db, {n for row in rows for n in row[3:] if n is not None}, scope_sql)
     total = dict(own)
-    for message_id, reply in replies.items():
-        if reply in allowed:
-            total[reply] = total.get(reply, 0.0) + NEIGHBOUR_WEIGHT * own[message_id]
+    for message_id, _, asks, before, after in rows:
+        if asks and after in allowed:
+            total[after] = total.get(after, 0.0) + REPLY_WEIGHT * own[message_id]
+        if before in allowed:
+            total[before] = total.get(before, 0.0) + BEFORE_WEIGHT * own[message_id]
     return sorted(total.items(), key=lambda item: -item[1])
+
+
+def _with_sessions(scores: dict[int, float], sessions: dict[int, int]) -> dict[int, float]:
+    """Scores times their session's relevance, divided by the best (step 1 of the docstring)."""
+    best = max(scores.values())
+    by_session: dict[int, list[float]] = defaultdict(list)
+    for message_id, score in scores.items():
+        by_session[sessions.get(message_id, -message_id)].append(score / best)
+    relevance = {key: sum(sorted(values, reverse=True)[:SESSION_TOP]) for key, values in by_session.items()}
+    best_session = max(relevance.values())
+    boosted = {
+        message_id: score
+        * (1 + SESSION_WEIGHT * relevance[sessions.get(message_id, -message_id)] / best_session)
+        for message_id, score in scores.items()
+    }
+    top = max(boosted.values())
+    return {message_id: score / top for message_id, score in boosted.items()}
 
 
 def _in_scope(db: apsw.Connection, ids: set[int], scope_sql: tuple[str, list[object]]) -> set[int]:
@@ -57,6 +86,7 @@ def _in_scope(db: apsw.Connection, ids: set[int], scope_sql: tuple[str, list[obj
     filters, bindings = scope_sql
     placeholders = ", ".join("?" * len(ids))
     rows = db.execute(
-        f"select m.id from messages m where m.id in ({placeholders}){filters}", [*ids, *bindings]
+        f"select m.id from messages m where m.id in ({placeholders}){filters} and m.role != 'assistant'",
+        [*ids, *bindings],
     )
     return {row[0] for row in rows}

@@ -15,9 +15,11 @@ ranking.py), then the best few are blended with recency (a boost that halves eve
 HALF_LIFE_DAYS).
 
 A question is read as one first (query_rewrite.py): a date it names ("on 21 May, 2023")
-leaves the words and its time window is searched first, its hits ranked above the rest; and
-a question's ranking (a pool of at least recall_context.POOL) gets session context: the
-reply to a ranked message that asks joins it (recall_context.py). Keywords get neither.
+leaves the words and its time window is searched first. The first recall_rank.POOL
+candidates of each ranking (inside the window, everywhere) are then reranked for the
+question: BM25 with frequencies counted in the asker's own messages, the window and the
+speaker the question names preferred (recall_rank.py), then session context and the turns
+beside each candidate (recall_context.py). Keywords get none of this.
 
 The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common words at 1M):
   - each FTS query reads matches newest first (`order by rowid desc`, served natively by
@@ -38,7 +40,8 @@ import apsw
 
 from .query import ParsedQuery, Term, all_of, any_of, in_content, parse_query
 from .query_rewrite import TimeWindow, read_question
-from .recall_context import POOL, with_context
+from .recall_context import with_context
+from .recall_rank import POOL, question_scores
 from .records import SearchHit
 
 NO_SUCH_ID = -1  # a filter naming an unknown user or session: matches nothing
@@ -54,6 +57,7 @@ SCAN_CAP = 20_000  # newest messages in scope that a substring scan reads
 MAX_LIMIT = 200
 RECENCY_WEIGHT = 0.25
 HALF_LIFE_DAYS = 30.0
+STAGED_PRIOR = 0.3  # a question's rerank: weight of the staged order (see _question_scores)
 SNIPPET_TOKENS = 16
 
 
@@ -150,13 +154,42 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
     ranked: list[_Ranked] = []
     if question.window is not None:  # the hits from around the date the question names first
         ranked = _ranked(db, parsed, scope.within(question.window), pool)
-    seen = {item.row[0] for item in ranked}
-    ranked += [item for item in _ranked(db, parsed, scope, pool) if item.row[0] not in seen]
-    if question.is_question:
-        order = with_context(db, [item.row[0] for item in ranked], scope.row_sql())[:limit]
+    in_window = [item.row[0] for item in ranked]
+    seen = set(in_window)
+    rest = [item for item in _ranked(db, parsed, scope, pool) if item.row[0] not in seen]
+    ranked += rest
+    if question.is_question:  # the first `pool` of each ranking, reranked for the question
+        candidates = in_window[:pool] + [item.row[0] for item in rest[:pool]]
+        scores = _question_scores(db, parsed, scope, ranked, candidates, set(in_window))
+        order = with_context(db, scores, scope.row_sql())[:limit]
     else:
         order = [(item.row[0], item.score) for item in ranked[:limit]]
     return _hits(db, order, ranked, parsed)
+
+
+def _question_scores(
+    db: apsw.Connection,
+    parsed: ParsedQuery,
+    scope: Scope,
+    ranked: list["_Ranked"],
+    candidates: list[int],
+    in_window: set[int],
+) -> dict[int, float]:
+    """recall_rank.py's scores, blended like the staged ranking's (recency, overlap with the
+    question), plus STAGED_PRIOR / (staged rank + 1): the staged order still breaks near-ties
+    (a message holding every typed term beats one holding the rarest only)."""
+    by_fragment = {item.row[0] for item in ranked if item.index != "messages_fts"}
+    scores = question_scores(db, parsed, candidates, in_window, by_fragment, scope.tokens())
+    if not scores:
+        return {}
+    items = {item.row[0]: item for item in ranked}
+    now = time.time()
+    blended = {
+        m: _blend(s, items[m].row[6], now) + OVERLAP_WEIGHT * items[m].overlap for m, s in scores.items()
+    }
+    top = max(blended.values())
+    staged = {message_id: rank for rank, message_id in enumerate(candidates)}
+    return {m: s / top + STAGED_PRIOR / (staged[m] + 1) for m, s in blended.items()}
 
 
 def _ranked(db: apsw.Connection, parsed: ParsedQuery, scope: Scope, size: int) -> list["_Ranked"]:
@@ -327,6 +360,7 @@ class _Ranked:
     score: float
     index: str  # the index that found it: which snippet to cut
     row: tuple  # the seven columns of a Message
+    overlap: float = 0.0  # _Overlap's share of the question the message repeats
 
 
 def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Ranked]:
@@ -336,15 +370,16 @@ def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Rank
     rows = _rows(db, [message_id for message_id, _ in shortlist])
     now = time.time()
     overlap = _Overlap(db, parsed.raw)
+    shares = {message_id: overlap(row[5]) for message_id, row in rows.items()}
     blended = sorted(
         (
-            (stage, _blend(relevance, row[6], now) + OVERLAP_WEIGHT * overlap(row[5]), index, row)
+            (stage, _blend(relevance, row[6], now) + OVERLAP_WEIGHT * shares[message_id], index, row)
             for message_id, (stage, relevance, index) in shortlist
             if (row := rows.get(message_id)) is not None
         ),
         key=lambda item: (item[0], -item[1]),
     )
-    return [_Ranked(score, index, row) for _, score, index, row in blended]
+    return [_Ranked(score, index, row, shares[row[0]]) for _, score, index, row in blended]
 
 
 def _rows(db: apsw.Connection, ids: list[int]) -> dict[int, tuple]:

