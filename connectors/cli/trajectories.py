@@ -3,11 +3,13 @@
 The shapes of these commands are a contract other tools script against:
   temper trajectories list [--since T] [--until T] [--min-reward R] [--split S] [--limit N] [--json]
   temper trajectories show ID [--tokenizer DIR]
-  temper trajectories export FILE [--format jsonl|parquet] [--since T] [--until T]
+  temper trajectories export FILE [--format jsonl|parquet|trl] [--with-tokens] [--since T] [--until T]
                                   [--min-reward R] [--split S] [--limit N]
 T is an ISO date or time (UTC unless it says otherwise) or an age such as 30m, 24h, 7d.
 Exports hold one row per model call and never an episode marked as holding a secret; they
 say how many they held back. Every secret in the config is redacted from what they write.
+`--format trl` writes executor calls as trl's prompt-completion rows (connectors/trajectories_trl.py),
+as JSON Lines or Parquet by FILE's suffix.
 """
 
 from __future__ import annotations
@@ -244,8 +246,15 @@ def export(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Where to write: .parquet or .jsonl.", dir_okay=False)],
     format: Annotated[
-        str | None, typer.Option("--format", help="jsonl or parquet (default: from FILE's suffix).")
+        str | None,
+        typer.Option(
+            "--format",
+            help="jsonl, parquet (default: from FILE's suffix) or trl (trl's prompt-completion rows).",
+        ),
     ] = None,
+    with_tokens: Annotated[
+        bool, typer.Option("--with-tokens", help="trl rows also carry token ids and logprobs.")
+    ] = False,
     since: Since = None,
     until: Until = None,
     min_reward: MinReward = None,
@@ -258,10 +267,12 @@ def export(
     from connectors.redaction import configured_secrets
     from memory import export_trajectories
 
-    chosen = format or ("parquet" if file.suffix == ".parquet" else "jsonl")
-    if chosen not in ("jsonl", "parquet"):
-        raise typer.BadParameter(f"--format must be jsonl or parquet, not {chosen!r}")
-    if chosen == "parquet" and importlib.util.find_spec("pyarrow") is None:
+    by_suffix = "parquet" if file.suffix == ".parquet" else "jsonl"
+    chosen = format or by_suffix
+    if chosen not in ("jsonl", "parquet", "trl"):
+        raise typer.BadParameter(f"--format must be jsonl or parquet (or trl), not {chosen!r}")
+    container = by_suffix if chosen == "trl" else chosen
+    if container == "parquet" and importlib.util.find_spec("pyarrow") is None:
         typer.echo(
             "temper: Parquet export needs pyarrow, in the `learn` extra: pip install 'temper[learn]'",
             err=True,
@@ -271,9 +282,17 @@ def export(
     secrets = configured_secrets(get_config(ctx))
     started = time.perf_counter()
     with open_store(ctx) as store:
-        report = export_trajectories(store, file, format=chosen, where=where, secrets=secrets)
+        if chosen == "trl":
+            from connectors.trajectories_trl import export_trl
+
+            report = export_trl(
+                store, file, format=container, where=where, secrets=secrets, with_tokens=with_tokens
+            )
+        else:
+            report = export_trajectories(store, file, format=chosen, where=where, secrets=secrets)
     seconds = time.perf_counter() - started
+    layout = f"trl, {container}" if chosen == "trl" else chosen
     typer.echo(
-        f"exported {report.calls} calls from {report.episodes} episodes to {file} ({chosen}, {seconds:.1f} s)"
+        f"exported {report.calls} calls from {report.episodes} episodes to {file} ({layout}, {seconds:.1f} s)"
     )
     typer.echo(f"excluded {report.excluded_secret} episodes that contain secrets")
