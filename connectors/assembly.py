@@ -161,7 +161,12 @@ def build_executor(
             )
         from runtime.executor import LocalBackend, LocalModel  # torch: only when a local model is configured
 
-        loaded = LocalModel.load(settings.model_dir)
+        loaded = LocalModel.load(
+            settings.model_dir,
+            device=settings.device,
+            dtype=settings.dtype,
+            attn_implementation=settings.attn_implementation,
+        )
         wanted = serving_version(config)
         if wanted is not None:
             loaded.load_adapter(*wanted)

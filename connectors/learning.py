@@ -58,6 +58,7 @@ async def run_learning_cycle(
             "model_dir (e.g. a model from `temper quickstart`, or any Hugging Face causal LM directory)"
         )
     torch.set_num_threads(config.learner.torch_threads)
+    _check_memory(config, Path(settings.model_dir), say)
     report_progress = progress or (lambda _event: None)
     deadline = time.time() + minutes * 60
     report_progress({"phase": "collect", "iterations": iterations, "deadline": deadline})
@@ -125,31 +126,70 @@ async def run_learning_cycle(
 
 def night_settings(config: Config, iterations: int, seed: int, deadline: float | None) -> NightSettings:
     """The night the config describes: replays in the configured sandbox, under its command
-    timeout ceiling; the harvest's time split and size limit; the gate's margin; GRPO's
-    learning rate and updates per batch."""
+    timeout ceiling, with its turns and completion tokens; the rows' length limit; the harvest's
+    time split and size limit; the gate's margin; GRPO's learning rate, updates per batch and
+    LoRA shape; the executor's device, dtype and attention implementation."""
     from learner.cycle import CycleSettings
     from learner.gate import GateSettings
     from learner.night import NightSettings
+    from learner.policy import LoraSettings
     from learner.replay import ReplaySettings, as_served
+    from learner.rows import RowSettings
     from learner.tasks import HarvestSettings
     from learner.train import TrainSettings
+    from runtime.executor import SamplingParams
+    from runtime.executor.loop import ExecutorSettings
 
+    learner, executor = config.learner, config.executor
     sandbox, ceiling = config.sandbox.backend, config.sandbox.timeout_s
-    replay = ReplaySettings(sandbox=sandbox, command_timeout_s=ceiling)
-    evaluation = as_served(
-        ReplaySettings(group_size=4, seed=10_000, sandbox=sandbox, command_timeout_s=ceiling)
+    turns = ExecutorSettings(
+        max_turns=learner.max_turns,
+        sampling=SamplingParams(temperature=1.0, max_tokens=learner.max_completion_tokens),
     )
-    learner = config.learner
+    replay = ReplaySettings(sandbox=sandbox, command_timeout_s=ceiling, executor=turns)
+    evaluation = as_served(
+        ReplaySettings(group_size=4, seed=10_000, sandbox=sandbox, command_timeout_s=ceiling, executor=turns)
+    )
+    targets = learner.lora_target_modules
+    lora = LoraSettings(
+        rank=learner.lora_rank,
+        alpha=learner.lora_alpha,
+        target_modules=targets if isinstance(targets, str) else tuple(targets),
+    )
     return NightSettings(
         cycle=CycleSettings(
             iterations=iterations, seed=seed, deadline=deadline, replay=replay, evaluation=evaluation,
             gate=GateSettings(non_inferiority_margin=learner.non_inferiority_margin),
-            train=TrainSettings(learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch),
+            rows=RowSettings(max_row_tokens=learner.max_prompt_tokens + learner.max_completion_tokens),
+            train=TrainSettings(
+                learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch, lora=lora
+            ),
+            device=executor.device, dtype=executor.dtype, attn_implementation=executor.attn_implementation,
         ),
         harvest=HarvestSettings(
             heldout_fraction=learner.heldout_fraction, max_workspace_bytes=learner.max_workspace_mb << 20
         ),
     )  # fmt: skip
+
+
+def _check_memory(config: Config, model_dir: Path, say: Callable[[str], object]) -> None:
+    """Say the cycle's peak-memory estimate (learner/memory_estimate.py), and refuse, with its
+    numbers, a cycle that cannot fit the device's free memory, or whose device is not there. A
+    model directory the estimate cannot read (weights not in safetensors) is trained all the same."""
+    from learner.memory_estimate import EstimateError, estimate_cycle, free_memory
+    from runtime.executor import ExecutorLoadError
+
+    try:
+        estimate = estimate_cycle(model_dir, night_settings(config, 1, 0, None).cycle)
+    except EstimateError as error:
+        say(f"no memory estimate: {error}")
+        return
+    except ExecutorLoadError as error:  # a device torch does not see
+        raise LearnerSetupError(str(error)) from None
+    say(estimate.line())
+    refusal = estimate.refusal(free_memory(estimate.device))
+    if refusal is not None:
+        raise LearnerSetupError(refusal)
 
 
 def _collected_until(data_dir: Path) -> float:

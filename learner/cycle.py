@@ -55,6 +55,11 @@ class CycleSettings:
     gate: GateSettings = field(default_factory=GateSettings)
     seed: int = 0
     deadline: float | None = None  # time.time() after which no new iteration starts
+    # Where and how the model directory loads (runtime/executor/local_model.py `LocalModel.load`):
+    # "auto", "cpu", "cuda", "cuda:N"; None (float32), "auto" or a dtype's name; None or e.g. "sdpa".
+    device: str = "cpu"
+    dtype: str | None = None
+    attn_implementation: str | None = None
     # How much more often a task is drawn for its source (task_sampling.py): the day's episodes
     # first, then imported folders, then the synthetic suite.
     source_weights: dict[str, float] = field(
@@ -124,13 +129,13 @@ async def run_cycle(
         raise ValueError("the gate needs held-out tasks: give heldout or regression tasks")
     if not heldout:  # no user tasks held out yet: the regression suite is the whole evidence
         heldout, regression = regression, ()
-    current_model = LocalModel.load(model_dir)
+    current_model = _load(model_dir, settings)
     if start_adapter is not None:
         current_model.load_adapter("current", start_adapter)
     current_backend = LocalBackend(current_model, adapter="current" if start_adapter is not None else None)
     # Checkpoints of this cycle only: the trainer resumes from what it finds there.
     trainer = GRPOTrainer(
-        LocalModel.load(model_dir), settings.train, work_dir / "checkpoints",
+        _load(model_dir, settings), settings.train, work_dir / "checkpoints",
         start_adapter=train_from or start_adapter,
     )  # fmt: skip
     policy = LocalBackend(trainer.policy.sampler)
@@ -211,3 +216,12 @@ async def run_cycle(
         steps, rewards, current, candidate, decision, version, adapter_dir,
         regression_current, regression_candidate,
     )  # fmt: skip
+
+
+def _load(model_dir: Path, settings: CycleSettings) -> LocalModel:
+    return LocalModel.load(
+        model_dir,
+        device=settings.device,
+        dtype=settings.dtype,
+        attn_implementation=settings.attn_implementation,
+    )

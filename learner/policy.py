@@ -17,7 +17,9 @@ Invariants:
   sampling only (load no adapters into it), and must not be used while a step runs.
 - The reference policy (for the KL term) is the base model with the adapter disabled, or, in
   full fine-tuning, a frozen copy of the starting weights made at creation (`keep_reference`).
-- Weights are float32: training in half precision on CPU is slower and less exact.
+- The copy has the `LocalModel`'s dtype and attention implementation (float32 unless the
+  executor was loaded otherwise: training in half precision on CPU is slower and less exact;
+  on CUDA, bfloat16 base weights under a LoRA adapter that peft keeps in float32).
 """
 
 from __future__ import annotations
@@ -156,7 +158,8 @@ class TrainablePolicy:
 def _load_copy(model: LocalModel) -> Any:
     from transformers import AutoModelForCausalLM
 
-    base: Any = AutoModelForCausalLM.from_pretrained(model.name, dtype=torch.float32)
+    extra = {} if model.attn_implementation is None else {"attn_implementation": model.attn_implementation}
+    base: Any = AutoModelForCausalLM.from_pretrained(model.name, dtype=model.dtype, **extra)
     return base.to(model.device)
 
 

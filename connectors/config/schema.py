@@ -157,6 +157,18 @@ class ExecutorConfig(Section):
     max_turns: int = Field(8, ge=1, le=64, description="a whole number from 1 to 64")
     routing_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
     exploration: float = Field(0.1, ge=0, le=0.5, description="a number between 0 and 0.5")
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda(:[0-9]+)?)$",
+        description="'auto', 'cpu', 'cuda' or 'cuda:N' (auto: cuda when torch sees a GPU, else cpu)",
+    )
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto",
+        description="one of 'auto', 'bfloat16', 'float16', 'float32' (auto: float32 on CPU, bfloat16 on CUDA)",
+    )
+    attn_implementation: str | None = Field(
+        None, min_length=1, description="an attention implementation like 'sdpa' or 'flash_attention_2'"
+    )
 
 
 class LearnerConfig(Section):
@@ -173,6 +185,14 @@ class LearnerConfig(Section):
     non_inferiority_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
     learning_rate: float = Field(1e-4, gt=0, le=1, description="a number above 0 and at most 1")
     updates_per_batch: int = Field(1, ge=1, le=8, description="a whole number from 1 to 8")
+    lora_rank: int = Field(8, ge=1, le=1024, description="a whole number from 1 to 1024")
+    lora_alpha: float = Field(16.0, gt=0, description="a number above 0")
+    lora_target_modules: Literal["all-linear"] | Annotated[list[str], Field(min_length=1)] = Field(
+        "all-linear", description="'all-linear' or a list of module names like ['q_proj', 'v_proj']"
+    )
+    max_turns: int = Field(2, ge=1, le=64, description="a whole number from 1 to 64")
+    max_prompt_tokens: int = Field(1952, ge=16, description="a whole number of tokens, at least 16")
+    max_completion_tokens: int = Field(96, ge=1, description="a whole number of tokens, at least 1")
     report_to: list[str] = Field(
         default_factory=list,
         description="a list of chats like ['telegram:12345', 'slack:C0123']",

@@ -100,6 +100,12 @@ routing_margin = 0.05
 exploration = 0.1
 # At most this many model turns per terminal task.
 max_turns = 8
+# Where a local model runs: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", "cuda:N";
+# its weights' dtype: "auto" (float32 on CPU, bfloat16 on CUDA), "bfloat16", "float16", "float32";
+# and, optionally, the attention implementation transformers uses ("sdpa", "flash_attention_2").
+device = "auto"
+dtype = "auto"
+# attn_implementation = "sdpa"
 
 [learner]
 # The nightly cycle (`temper learn`, the daemon's learner_schedule) runs in a worker process.
@@ -121,6 +127,16 @@ non_inferiority_margin = 0.05
 # 0.5B parameters and more; the tiny model of `temper quickstart` needs 2e-3 and 2.
 learning_rate = 1e-4
 updates_per_batch = 1
+# The LoRA adapter GRPO trains: its rank, alpha, and the modules it wraps ("all-linear" or a list
+# like ["q_proj", "v_proj"]).
+lora_rank = 8
+lora_alpha = 16.0
+lora_target_modules = "all-linear"
+# Replays: model turns per attempt and tokens per reply; calls longer than max_prompt_tokens +
+# max_completion_tokens are not trained on. A real model's replies want more than the tiny one's 96.
+max_turns = 2
+max_prompt_tokens = 1952
+max_completion_tokens = 96
 # Chats the night's report is sent to, e.g. ["telegram:12345", "slack:C0123"].
 report_to = []
 

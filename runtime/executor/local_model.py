@@ -16,7 +16,9 @@ Invariants:
 - A seed fixes a completion: the same prompt and seed give the same ids alone (`sample`), in a
   group (`sample_group`) or beside other prompts (`sample_batch`), batched arithmetic aside.
 - Weights stay float32 unless a dtype is given: logprobs then agree between sampling (with the
-  key-value cache) and teacher-forced recomputation to about 1e-6.
+  key-value cache) and teacher-forced recomputation to about 1e-6. `device="auto"` is cuda when
+  torch sees a GPU, else cpu; `dtype="auto"` is float32 on CPU and bfloat16 on CUDA (float16 on
+  GPUs without bfloat16). A CUDA device torch cannot see is refused at load, saying so.
 - `max_tokens` is cut to what fits in the context; a prompt that leaves no room is refused.
 - `SamplingParams(constrained=True)` keeps completions to the executor's action format
   (sampling.py, action_grammar.py).
@@ -51,6 +53,9 @@ class LocalModel:
         self.name = name
         self.tokenizer = tokenizer
         self.device = device
+        self.dtype: torch.dtype = model.dtype
+        # what from_pretrained chose or was told ("sdpa", "eager", ...): a copy of the weights loads alike
+        self.attn_implementation: str | None = getattr(model.config, "_attn_implementation", None)
         self._base = model.eval()
         self._peft: Any | None = None  # a peft.PeftModel around the base once an adapter is loaded
         self._adapters: dict[str, str] = {}  # version -> directory it came from
@@ -69,19 +74,25 @@ class LocalModel:
         device: str = "cpu",
         dtype: str | None = None,
         threads: int | None = 1,
+        attn_implementation: str | None = None,
     ) -> LocalModel:
-        """Load a model directory (weights, config, tokenizer). On CPU, `threads` sets torch's
-        thread count for the whole process (one is fastest on small shared machines; None leaves
-        it alone)."""
+        """Load a model directory (weights, config, tokenizer). `device`: "auto", "cpu", "cuda"
+        or "cuda:N"; `dtype`: None (float32), "auto", or a torch dtype's name;
+        `attn_implementation`: passed to `from_pretrained` (None: transformers' choice). On CPU,
+        `threads` sets torch's thread count for the whole process (one is fastest on small shared
+        machines; None leaves it alone)."""
         from transformers import AutoModelForCausalLM
 
         path = Path(directory).expanduser()
-        target = torch.device(device)
+        target = resolve_device(device)
         if target.type == "cpu" and threads is not None:
             torch.set_num_threads(threads)
         tokenizer = ExecutorTokenizer.load(path)
+        extra = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
         try:
-            model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype))
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                path, dtype=resolve_dtype(dtype, target), **extra
+            )
         except (OSError, ValueError) as exc:
             raise ExecutorLoadError(f"cannot load a causal LM from {path}: {exc}") from None
         return cls(model.to(target), tokenizer, name=str(path), device=target)
@@ -264,9 +275,36 @@ def _eos_ids(model: Any, tokenizer: ExecutorTokenizer) -> set[int]:
     return {i for i in ids if isinstance(i, int)}
 
 
-def _dtype(name: str | None) -> torch.dtype:
-    if name is None:
+def resolve_device(name: str) -> torch.device:
+    """`name` as a torch device: "auto" is cuda when torch sees a GPU, else cpu. A CUDA device
+    torch cannot see is an ExecutorLoadError that says what to do."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ExecutorLoadError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ExecutorLoadError(
+                f"device {name!r} asked for, but torch sees no CUDA GPU here (a CPU-only torch, or no "
+                'driver): set [executor] device = "cpu" or "auto", or install a CUDA build of torch'
+            )
+        if device.index is not None and device.index >= count:
+            raise ExecutorLoadError(
+                f"device {name!r} asked for, but torch sees {count} GPU(s): use cuda:0 to cuda:{count - 1}"
+            )
+    return device
+
+
+def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
+    """`name` as a torch dtype: None is float32; "auto" is float32 on CPU, and on CUDA bfloat16
+    where the GPU supports it, else float16."""
+    if name is None or (name == "auto" and device.type != "cuda"):
         return torch.float32
+    if name == "auto":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     dtype = getattr(torch, name, None)
     if not isinstance(dtype, torch.dtype):
         raise ExecutorLoadError(f"unknown dtype {name!r}: use float32, bfloat16 or float16")

@@ -1,6 +1,7 @@
 """A tiny executor model, built offline in about a second: tokenizer trained here, weights random.
 
     path = build_tiny_model(directory, seed=0)   # then LocalBackend(LocalModel.load(path))
+    path = build_tiny_model(directory, architecture="llama")   # the same tokenizer, a Llama model
 
 The directory holds what `from_pretrained` expects of a real model: `config.json`,
 `model.safetensors`, `generation_config.json`, `tokenizer.json`, `tokenizer_config.json` and
@@ -20,7 +21,7 @@ on the seed; the weights depend only on it). The global torch random state is le
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
@@ -53,11 +54,12 @@ def build_tiny_model(
     layers: int = 2,
     heads: int = 4,
     max_positions: int = 2048,
+    architecture: Literal["qwen3", "llama"] = "qwen3",
 ) -> Path:
-    """Train the tokenizer, make a randomly initialised Qwen3 causal LM, save both in `directory`
-    (created if missing) and return it."""
+    """Train the tokenizer, make a randomly initialised causal LM of `architecture` (Qwen3 or
+    Llama, the same sizes), save both in `directory` (created if missing) and return it."""
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, Qwen3Config
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Qwen3Config
 
     if hidden % heads:
         raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
@@ -65,7 +67,10 @@ def build_tiny_model(
     path.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(vocab_size)
     end_id = tokenizer.convert_tokens_to_ids(END)
-    config = Qwen3Config(
+    config_classes = {"qwen3": Qwen3Config, "llama": LlamaConfig}
+    if architecture not in config_classes:
+        raise ValueError(f"architecture must be one of {', '.join(config_classes)}; got {architecture!r}")
+    config = config_classes[architecture](
         vocab_size=len(tokenizer),
         hidden_size=hidden,
         intermediate_size=hidden * 3,
