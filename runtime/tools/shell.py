@@ -29,6 +29,9 @@ async def shell(
     sandbox = context.require_sandbox()
     if not command.strip():
         raise ToolError("the command is empty")
+    unrunnable = _unrunnable(command)
+    if unrunnable is not None:
+        raise ToolError(unrunnable)
     verdict = assess(command, workdir=sandbox.workdir)
     if verdict.action == "deny":
         raise ToolError(
@@ -51,3 +54,15 @@ async def shell(
         status += f" [timeout lowered from {timeout_s:g} s to {limit_s:g} s, the per-command limit]"
     output = result.output.rstrip("\n")
     return f"{output}\n{status}" if output else f"{status} (no output)"
+
+
+def _unrunnable(command: str) -> str | None:
+    """Why no process can be given `command` as its argument, if so. A model's bytes decoded
+    leniently can hold a lone surrogate, which an argv cannot carry (the exec would raise)."""
+    if "\x00" in command:
+        return "the command holds a NUL character, which no command line can carry"
+    try:
+        command.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"the command holds a character that is not valid UTF-8 (at position {error.start}); write it in plain UTF-8"
+    return None

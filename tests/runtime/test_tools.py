@@ -299,6 +299,18 @@ async def test_shell_reports_exit_codes_and_timeouts_as_output(sandbox: Sandbox)
     assert slow.text.startswith("[timed out after 1 s")
 
 
+async def test_a_command_no_process_can_carry_is_an_error_not_a_crash(sandbox: Sandbox) -> None:
+    # A tiny model's bytes, decoded leniently, once held a lone surrogate: the exec raised
+    # UnicodeEncodeError and took the whole replay down with it.
+    context = context_for(sandbox)
+    surrogate = await call(context, "shell", command="echo caf\udcda > out.txt")
+    assert surrogate.is_error and "not valid UTF-8 (at position 8)" in surrogate.text
+    nul = await call(context, "shell", command="echo a\x00b")
+    assert nul.is_error and "NUL character" in nul.text
+    after = await call(context, "shell", command="ls; echo still here")
+    assert after.text == "still here\n[exit 0]"  # nothing ran, and the sandbox goes on
+
+
 async def test_a_command_never_runs_longer_than_the_ceiling(sandbox: Sandbox) -> None:
     context = context_for(sandbox)
     context.command_timeout_s = 1.5  # [sandbox] timeout_s
