@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from learner.batching import BatchSampler, GroupBatcher
 from learner.tasks import AttemptTrace, Task, isolating_backend, shell_tool_output, task_snapshot, verify
@@ -38,6 +39,7 @@ from runtime.executor.recording import MemoryRecorder
 from runtime.tools import ToolContext
 
 LEARNER_USER = "learner"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,29 @@ async def replay(
                 if batcher is not None:
                     batcher.release(settings.group_size)
                 raise
-            return await asyncio.gather(
-                *(_attempt(task, index, snapshot, backend, batcher, store, snapshot_dir, settings, label)
-                  for index in range(settings.group_size))
+            return await all_or_none(
+                _attempt(task, index, snapshot, backend, batcher, store, snapshot_dir, settings, label)
+                for index in range(settings.group_size)
             )  # fmt: skip
 
-    groups = await asyncio.gather(*(group(task) for task in tasks))
+    groups = await all_or_none(group(task) for task in tasks)
     return [attempt for attempts in groups for attempt in attempts]
+
+
+async def all_or_none(coroutines: Iterable[Awaitable[T]]) -> list[T]:
+    """Run `coroutines` together; when one fails (or this is cancelled), cancel the others and
+    wait for them to end before raising that failure. A bare gather leaves them running, and
+    when the failure ends the program, asyncio.run cancels them together with the tasks asyncio
+    uses to start a subprocess: CPython 3.11 then waits forever for an exit it never reports
+    (a quickstart hung that way after one attempt's command could not be started)."""
+    tasks = [asyncio.ensure_future(coroutine) for coroutine in coroutines]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def _attempt(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from learner.replay import ReplaySettings, as_served, replay
+from learner.replay import ReplaySettings, all_or_none, as_served, replay
 from learner.tasks import check_task, run_attempt, synthetic_suite
 from memory import MemoryStore
 from runtime.executor import (
@@ -163,3 +163,28 @@ def test_local_runs_only_when_named_and_says_so(tmp_path: Path) -> None:
 
     assert store.trajectories.executor_episode(attempts[0].episode_id).sandbox_backend == "local"
     assert checked.sound
+
+
+def test_a_failing_attempt_ends_its_siblings_before_the_failure_leaves_the_replay() -> None:
+    # Left running, they were cancelled at asyncio.run's shutdown together with asyncio's own
+    # subprocess-start tasks, and CPython 3.11 then hung waiting for an exit never reported.
+    ended: list[int] = []
+
+    async def slow(index: int) -> int:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            ended.append(index)
+        return index
+
+    async def failing() -> int:
+        await asyncio.sleep(0.01)
+        raise UnicodeEncodeError("utf-8", "\udcda", 0, 1, "surrogates not allowed")
+
+    async def run() -> None:
+        with pytest.raises(UnicodeEncodeError):  # the failure itself, not an ExceptionGroup
+            await all_or_none([slow(1), failing(), slow(2)])
+        assert sorted(ended) == [1, 2]  # ended before the failure came out
+        assert await all_or_none([asyncio.sleep(0, result=n) for n in (1, 2, 3)]) == [1, 2, 3]
+
+    asyncio.run(run())
