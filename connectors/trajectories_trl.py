@@ -23,10 +23,10 @@ minus the mean score of its group, over every rewarded, non-held-out, non-secret
 group in the store, so export filters do not change it; None for an episode the learner would
 not train on (held out, unrewarded, ungrouped). Planner and judge calls are not rows.
 
-Invariants, as memory's export (memory/trajectory_export.py): no secret-marked episode is
-written, nor one whose stored text holds a secret configured since (`secrets`); the report
-counts both. The file is written under a `.partial` name and renamed when complete. Parquet
-needs pyarrow (the `learn` extra).
+Written by memory's export (`write_trajectories`, memory/trajectory_export.py), so its
+invariants hold: no secret-marked episode is written, nor one whose stored text holds a secret
+configured since (`secrets`); the report counts both; the file appears only when complete.
+Parquet needs pyarrow (the `learn` extra).
 """
 
 from __future__ import annotations
@@ -34,17 +34,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from learner import RowSettings, group_advantages
-from memory import ExportReport, MemoryStore, Redactor, Trajectory, TrajectoryFilter
+from memory import ExportReport, MemoryStore, Trajectory, TrajectoryFilter, write_trajectories
 
 COLUMNS = (
     "prompt", "completion", "reward", "reward_source", "group_id", "advantage", "episode_id",
     "call_index", "split", "finish_reason", "model", "adapter_version",
 )  # fmt: skip
 TOKEN_COLUMNS = ("prompt_ids", "completion_ids", "completion_logprobs")
-ROW_GROUP = 512  # rows per Parquet batch
 
 
 def export_trl(
@@ -59,32 +58,37 @@ def export_trl(
 ) -> ExportReport:
     """Write one trl row per executor call of the episodes passing `where` (all by default) to
     `path`; advantages as build_rows computes them with `settings` (its defaults by default)."""
-    where = where or TrajectoryFilter()
-    if format not in ("jsonl", "parquet"):
-        raise ValueError(f"format must be jsonl or parquet; got {format!r}")
-    rows = _Rows(Redactor.for_secrets(secrets), episode_advantages(store, settings), with_tokens)
-    selected = store.trajectories.read(
-        since=where.since,
-        until=where.until,
-        min_reward=where.min_reward,
-        split=where.split,
-        limit=where.limit,
-    )
-    partial = path.with_name(path.name + ".partial")
-    try:
-        if format == "parquet":
-            _write_parquet(rows.rows(selected), partial, with_tokens)
-        else:
-            with open(partial, "w", encoding="utf-8") as out:
-                _write_jsonl(rows.rows(selected), out)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    partial.replace(path)
-    marked = store.trajectories.secret_marked_count(
-        since=where.since, until=where.until, min_reward=where.min_reward, split=where.split
-    )
-    return ExportReport(rows.episodes, rows.calls, marked + rows.excluded)
+    advantages = episode_advantages(store, settings)
+
+    def rows(trajectory: Trajectory) -> Iterator[dict[str, Any]]:
+        episode = trajectory.episode
+        for call in trajectory.calls:
+            if call.role != "executor":
+                continue
+            row: dict[str, Any] = {
+                "prompt": [_message(m) for m in call.messages],
+                "completion": [{"role": "assistant", "content": call.text}],
+                "reward": episode.reward,
+                "reward_source": episode.reward_source,
+                "group_id": episode.group_id,
+                "advantage": advantages.get(episode.id),
+                "episode_id": episode.id,
+                "call_index": call.index,
+                "split": episode.split,
+                "finish_reason": call.finish_reason,
+                "model": call.model,
+                "adapter_version": call.adapter_version,
+            }
+            if with_tokens:
+                row["prompt_ids"] = call.prompt_ids
+                row["completion_ids"] = call.completion_ids
+                row["completion_logprobs"] = call.completion_logprobs
+            yield row
+
+    return write_trajectories(
+        store, path, rows, lambda: parquet_schema(with_tokens),
+        format=format, where=where or TrajectoryFilter(), secrets=secrets,
+    )  # fmt: skip
 
 
 def episode_advantages(store: MemoryStore, settings: RowSettings | None = None) -> dict[int, float]:
@@ -109,66 +113,11 @@ def episode_advantages(store: MemoryStore, settings: RowSettings | None = None) 
     return advantages
 
 
-class _Rows:
-    """Turns trajectories into trl rows, counting what it passes and what it holds back."""
-
-    def __init__(self, redactor: Redactor, advantages: dict[int, float], with_tokens: bool) -> None:
-        self.redactor = redactor
-        self.advantages = advantages
-        self.with_tokens = with_tokens
-        self.episodes = self.calls = self.excluded = 0
-
-    def rows(self, trajectories: Iterable[Trajectory]) -> Iterator[dict[str, Any]]:
-        for trajectory in trajectories:
-            if self._holds_secret(trajectory):
-                self.excluded += 1
-                continue
-            self.episodes += 1
-            episode = trajectory.episode
-            for call in trajectory.calls:
-                if call.role != "executor":
-                    continue
-                self.calls += 1
-                row: dict[str, Any] = {
-                    "prompt": [_message(m) for m in call.messages],
-                    "completion": [{"role": "assistant", "content": call.text}],
-                    "reward": episode.reward,
-                    "reward_source": episode.reward_source,
-                    "group_id": episode.group_id,
-                    "advantage": self.advantages.get(episode.id),
-                    "episode_id": episode.id,
-                    "call_index": call.index,
-                    "split": episode.split,
-                    "finish_reason": call.finish_reason,
-                    "model": call.model,
-                    "adapter_version": call.adapter_version,
-                }
-                if self.with_tokens:
-                    row["prompt_ids"] = call.prompt_ids
-                    row["completion_ids"] = call.completion_ids
-                    row["completion_logprobs"] = call.completion_logprobs
-                yield row
-
-    def _holds_secret(self, trajectory: Trajectory) -> bool:
-        # The same test as memory's export: any stored text the configured secrets turn up in.
-        episode = trajectory.episode
-        texts = [episode.task, episode.verifier or ""] + [call.text for call in trajectory.calls]
-        messages = list({id(m): m for call in trajectory.calls for m in call.messages}.values())
-        return any(self.redactor.text(text).found for text in texts) or bool(self.redactor.value(messages)[1])
-
-
 def _message(message: dict[str, Any]) -> dict[str, str]:
     """An OpenAI message as role and text content, the shape every chat template reads."""
     content = message.get("content")
     text = content if isinstance(content, str) else "" if content is None else json.dumps(content)
     return {"role": str(message.get("role", "user")), "content": text}
-
-
-def _write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
-    for row in rows:
-        if "completion_logprobs" in row:  # float32 values: 9 digits give back the same float32
-            row["completion_logprobs"] = [float(f"{value:.9g}") for value in row["completion_logprobs"]]
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def parquet_schema(with_tokens: bool = False) -> Any:
@@ -183,19 +132,3 @@ def parquet_schema(with_tokens: bool = False) -> Any:
     }  # fmt: skip
     names = COLUMNS + (TOKEN_COLUMNS if with_tokens else ())
     return pa.schema([(name, types.get(name, text)) for name in names])
-
-
-def _write_parquet(rows: Iterable[dict[str, Any]], path: Path, with_tokens: bool) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = parquet_schema(with_tokens)
-    with pq.ParquetWriter(path, schema) as writer:
-        batch: list[dict[str, Any]] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= ROW_GROUP:
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                batch.clear()
-        if batch:
-            writer.write_table(pa.Table.from_pylist(batch, schema=schema))

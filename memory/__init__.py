@@ -20,7 +20,7 @@ from .secrets import Redaction, Redactor, mask, redact
 from .skill_index import SUCCESS_REWARD, IndexedSkill, SkillHealth, SkillMatch, SkillStats
 from .store import MemoryStore
 from .token_arrays import common_prefix, common_prefix_of
-from .trajectory_export import ExportReport, export_trajectories
+from .trajectory_export import ExportReport, RowMaker, export_trajectories, write_trajectories
 from .trajectory_records import (
     ExecutorEpisode,
     RecordedCall,
@@ -69,6 +69,7 @@ __all__ = [
     "Reply",
     "RouteDay",
     "RoutingDecision",
+    "RowMaker",
     "SearchHit",
     "SentenceEmbedder",
     "SessionInfo",
@@ -94,4 +95,5 @@ __all__ = [
     "mask",
     "profile_line",
     "redact",
+    "write_trajectories",
 ]

@@ -12,7 +12,7 @@ that looks whole. Parquet needs pyarrow (the `learn` extra): ImportError otherwi
 """
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -49,9 +49,30 @@ def export_trajectories(
     secrets: Iterable[str] = (),
 ) -> ExportReport:
     """Write every call of the episodes passing `where` to `path` as `format`."""
+    return write_trajectories(
+        store, path, _every_call, parquet_schema, format=format, where=where, secrets=secrets
+    )
+
+
+RowMaker = Callable[[Trajectory], Iterable[dict[str, Any]]]
+
+
+def write_trajectories(
+    store: MemoryStore,
+    path: Path,
+    rows: RowMaker,
+    schema: Callable[[], Any],
+    *,
+    format: str = "jsonl",
+    where: TrajectoryFilter = TrajectoryFilter(),
+    secrets: Iterable[str] = (),
+) -> ExportReport:
+    """The export's mechanics for any row layout: `rows(trajectory)` gives an episode's rows
+    (counted as calls), `schema()` the Parquet schema. Secret-holding episodes are left out and
+    counted; the file appears only when complete (the invariants above)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
-    counter = _Counter(Redactor.for_secrets(secrets))
+    counter = _Counter(Redactor.for_secrets(secrets), rows)
     selected = store.trajectories.read(
         since=where.since,
         until=where.until,
@@ -62,7 +83,7 @@ def export_trajectories(
     partial = path.with_name(path.name + ".partial")
     try:
         if format == "parquet":
-            _write_parquet(counter.rows(selected), partial)
+            _write_parquet(counter.rows(selected), partial, schema())
         else:
             with open(partial, "w", encoding="utf-8") as out:
                 _write_jsonl(counter.rows(selected), out)
@@ -79,8 +100,9 @@ def export_trajectories(
 class _Counter:
     """Turns trajectories into rows, counting what it passes and what it holds back."""
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, make: RowMaker) -> None:
         self.redactor = redactor
+        self.make = make
         self.episodes = self.calls = self.excluded = 0
 
     def rows(self, trajectories: Iterable[Trajectory]) -> Iterator[dict[str, Any]]:
@@ -89,9 +111,9 @@ class _Counter:
                 self.excluded += 1
                 continue
             self.episodes += 1
-            for call in trajectory.calls:
+            for row in self.make(trajectory):
                 self.calls += 1
-                yield call_row(trajectory, call)
+                yield row
 
     def _holds_secret(self, trajectory: Trajectory) -> bool:
         episode = trajectory.episode
@@ -99,6 +121,11 @@ class _Counter:
         # Calls of a role share their leading message objects: look at each one once.
         messages = list({id(m): m for call in trajectory.calls for m in call.messages}.values())
         return any(self.redactor.text(text).found for text in texts) or bool(self.redactor.value(messages)[1])
+
+
+def _every_call(trajectory: Trajectory) -> Iterator[dict[str, Any]]:
+    for call in trajectory.calls:
+        yield call_row(trajectory, call)
 
 
 def call_row(trajectory: Trajectory, call: RecordedCall) -> dict[str, Any]:
@@ -136,8 +163,8 @@ def call_row(trajectory: Trajectory, call: RecordedCall) -> dict[str, Any]:
 
 def _write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
     for row in rows:
-        # float32 logprobs widened to float64 print 17 digits; 9 give back the same float32.
-        row["completion_logprobs"] = [float(f"{value:.9g}") for value in row["completion_logprobs"]]
+        if "completion_logprobs" in row:  # float32 widened to float64 prints 17 digits; 9 suffice
+            row["completion_logprobs"] = [float(f"{value:.9g}") for value in row["completion_logprobs"]]
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
@@ -154,11 +181,10 @@ def parquet_schema() -> Any:
     return pa.schema([(name, types.get(name, text)) for name in COLUMNS])
 
 
-def _write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> None:
+def _write_parquet(rows: Iterable[dict[str, Any]], path: Path, schema: Any) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = parquet_schema()
     with pq.ParquetWriter(path, schema) as writer:
         batch: list[dict[str, Any]] = []
         for row in rows:
