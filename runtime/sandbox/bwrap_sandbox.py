@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from runtime.sandbox.base import BackendStatus, CommandResult, Sandbox, SandboxOptions
@@ -161,6 +162,25 @@ def _etc_mounts(generated: Path, *, network: bool, host_etc: Path = Path("/etc")
     argv = ["--dir", "/etc"]  # made 0755; parents bwrap makes on its own would be 0700
     for name in sorted(_GENERATED):
         argv += ["--ro-bind", str(generated / name), f"/etc/{name}"]
+    return argv + _host_etc_mounts(host_etc, network)
+
+
+# The host part of /etc, per (host /etc, network), with the listings it was read from: globbing
+# and stat-ing the allowlist cost ~3 ms, paid by every sandbox a replay opens (hundreds a step).
+_RACY_NS = 1_000_000_000
+_host_etc_cache: dict[tuple[Path, bool], tuple[tuple[int, ...], list[str]]] = {}
+
+
+def _host_etc_mounts(host_etc: Path, network: bool) -> list[str]:
+    """The `ETC_ALLOWED` entries as bwrap arguments, read again whenever a directory they are
+    listed from (/etc, /etc/ssl) changed: an entry added, removed or replaced changes its mtime.
+    A listing changed in the last second is not kept: mtimes tick coarsely, so a second change
+    in the same tick would look like none (git's "racily clean" rule)."""
+    listings = _listing_stamps(host_etc)
+    cached = _host_etc_cache.get((host_etc, network))
+    if cached is not None and cached[0] == listings:
+        return list(cached[1])
+    argv: list[str] = []
     for pattern in ETC_ALLOWED:
         for source in sorted(host_etc.glob(pattern)):
             target = f"/etc/{source.relative_to(host_etc)}"
@@ -173,7 +193,19 @@ def _etc_mounts(generated: Path, *, network: bool, host_etc: Path = Path("/etc")
     resolv = host_etc / "resolv.conf"
     if network and resolv.exists():  # followed: systemd-resolved links it into /run
         argv += ["--ro-bind", str(resolv.resolve()), "/etc/resolv.conf"]
-    return argv
+    if time.time_ns() - max(listings) > _RACY_NS:  # an older listing cannot change unseen
+        _host_etc_cache[(host_etc, network)] = (listings, argv)
+    return list(argv)
+
+
+def _listing_stamps(host_etc: Path) -> tuple[int, ...]:
+    stamps = []
+    for directory in (host_etc, *sorted({host_etc / p.split("/")[0] for p in ETC_ALLOWED if "/" in p})):
+        try:
+            stamps.append(directory.stat().st_mtime_ns)
+        except OSError:
+            stamps.append(-1)
+    return tuple(stamps)
 
 
 def _write_generated_etc(etc: Path) -> None:

@@ -5,12 +5,13 @@ even in pid 1's /proc entry, and the everyday tools working with only that."""
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 
 from runtime.sandbox import BwrapSandbox, Sandbox, SandboxOptions, open_sandbox
-from runtime.sandbox.bwrap_sandbox import ETC_ALLOWED
+from runtime.sandbox.bwrap_sandbox import ETC_ALLOWED, _etc_mounts
 
 pytestmark = pytest.mark.anyio
 
@@ -73,3 +74,38 @@ async def test_git_works_under_bwrap(require_sandbox: Callable[[str], None]) -> 
             30,
         )
     assert result.ok and result.output == "m\n", result.output
+
+
+def test_the_etc_allowlist_is_read_again_when_the_host_etc_changes(tmp_path) -> None:
+    """bwrap's /etc arguments are kept between sandboxes, but an allowed entry added to or
+    removed from the host /etc (or /etc/ssl) shows up in the next sandbox's arguments."""
+    host = tmp_path / "etc"
+    (host / "ssl").mkdir(parents=True)
+    (host / "shells").write_text("/bin/sh\n")
+    (host / "secrets.toml").write_text("token = 'x'\n")
+    generated = tmp_path / "generated"
+
+    def bound() -> set[str]:
+        argv = _etc_mounts(generated, network=False, host_etc=host)
+        return {
+            argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1].startswith(str(host))
+        }
+
+    def changed(directory, stamp: int) -> None:  # an old mtime, as a host /etc has: cacheable
+        os.utime(directory, ns=(stamp, stamp))
+
+    changed(host, 1)
+    changed(host / "ssl", 1)
+    assert bound() == {"/etc/shells"}
+    assert bound() == {"/etc/shells"}  # from the cache
+    (host / "os-release").write_text("ID=test\n")
+    changed(host, 2)
+    assert bound() == {"/etc/shells", "/etc/os-release"}
+    (host / "ssl" / "certs").mkdir()
+    changed(host / "ssl", 2)
+    assert bound() == {"/etc/shells", "/etc/os-release", "/etc/ssl/certs"}
+    (host / "shells").unlink()
+    changed(host, 3)
+    assert bound() == {"/etc/os-release", "/etc/ssl/certs"}
+    (host / "shells").write_text("/bin/sh\n")  # changed just now: read again, whatever the mtime
+    assert bound() == {"/etc/shells", "/etc/os-release", "/etc/ssl/certs"}
