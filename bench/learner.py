@@ -23,6 +23,8 @@ after each of trl's steps), so that load from other processes on a shared machin
     python bench/learner.py --prompts 2 --group 2 --max-tokens 8 --iterations 1  # the smallest run
 
 Without trl (the `bench` extra) it times our side alone and says so.
+
+    python bench/learner.py --ray --prompts 4 --group 4 --iterations 2   # replays: in process vs Ray
 """
 
 from __future__ import annotations
@@ -293,6 +295,10 @@ def main() -> None:
         "--system", action="store_true",
         help="every prompt begins with the executor's system prompt (~200 tokens), as the learner's replays do",
     )  # fmt: skip
+    parser.add_argument(
+        "--ray", action="store_true",
+        help="instead: replay throughput in process and on 1 and 2 Ray workers (learner/ray_replay.py)",
+    )  # fmt: skip
     args = parser.parse_args()
 
     import torch
@@ -305,6 +311,9 @@ def main() -> None:
     transformers_logging.disable_progress_bar()
 
     torch.set_num_threads(1)
+    if args.ray:
+        ray_replays(args)
+        return
     prompts = make_prompts(args.prompts, SYSTEM if args.system else None)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_tiny_model(
@@ -330,6 +339,69 @@ def main() -> None:
         ours, ours_update = summarise("ours", ours_runs[1:], len(prompts))  # the first one warms up
         print(f"ours / trl iteration time: {ours / trl:.2f}x (target <= 0.7x)")
         print(f"ours / trl update time: {ours_update / trl_update:.2f}x")
+
+
+def ray_replays(args: argparse.Namespace) -> None:
+    """Replay throughput (attempts/s): learner/replay.py in this process (the baseline), then
+    learner/ray_replay.py on a local Ray instance with 1 and 2 workers, each holding the policy.
+    P synthetic tasks x G attempts, two turns of at most --max-tokens each, in the strongest
+    isolating sandbox here; each side warms up once (workers load the model and the adapter),
+    then replays --iterations times."""
+    import ray
+
+    from learner.policy import LoraSettings, TrainablePolicy
+    from learner.ray_replay import RayReplay, RaySettings
+    from learner.replay import ReplaySettings, replay
+    from learner.tasks import synthetic_suite
+    from memory import MemoryStore
+    from runtime.executor import LocalBackend, LocalModel, SamplingParams, build_tiny_model
+    from runtime.executor.loop import ExecutorSettings
+
+    tasks = synthetic_suite(seed=0, per_family=2)[: args.prompts]
+    executor = ExecutorSettings(
+        max_turns=2, sampling=SamplingParams(temperature=1.0, max_tokens=args.max_tokens)
+    )
+    settings = ReplaySettings(group_size=args.group, executor=executor)
+    attempts = len(tasks) * args.group
+    print(
+        f"setup: {len(tasks)} tasks x G={args.group}, 2 turns of at most {args.max_tokens} tokens, tiny model, cpu"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        model_dir = build_tiny_model(
+            root / "tiny", seed=0, hidden=args.hidden, layers=args.layers, heads=args.heads
+        )
+        policy = TrainablePolicy.create(LocalModel.load(model_dir), LoraSettings(rank=LORA_RANK), seed=0)
+        store = MemoryStore.open(root / "memory.db")
+
+        def rate(run: Callable[[str], Any]) -> float:
+            run("warm-up")
+            began = time.perf_counter()
+            for iteration in range(args.iterations):
+                run(f"bench{iteration}")
+            return attempts * args.iterations / (time.perf_counter() - began)
+
+        backend = LocalBackend(policy.sampler)
+        here = rate(lambda label: asyncio.run(replay(tasks, backend, store, root / "snap", settings, label)))
+        print(f"in-process replay: {here:.2f} attempts/s")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            rates = {}
+            for workers in (1, 2):
+                cluster = RayReplay.connect(model_dir, RaySettings(address="local", workers=workers))
+                rates[workers] = rate(
+                    lambda label, c=cluster: asyncio.run(
+                        c.replay(tasks, policy, store, root / "snap", settings, label)
+                    )
+                )
+                print(
+                    f"ray {workers} worker{'s' if workers > 1 else ''} replay: {rates[workers]:.2f} attempts/s"
+                )
+                del cluster  # its actors end with it
+        finally:
+            ray.shutdown()
+        print(f"ray 2 / 1 workers: {rates[2] / rates[1]:.2f}x")
+        print(f"ray 2 workers / in-process: {rates[2] / here:.2f}x")
 
 
 def _parameters(model_dir: Path) -> int:

@@ -104,7 +104,10 @@ def build_agent(
             stream=stream,
             command_timeout_s=config.sandbox.timeout_s,
             context=ContextSettings(profile_tokens=config.users.profile_tokens),
-            user_model=UserModelSettings(every_turns=config.users.extraction_every_turns),
+            user_model=UserModelSettings(
+                every_turns=config.users.extraction_every_turns,
+                idle_end_s=config.users.session_idle_end_s,
+            ),
         ),
         terminal=terminal,
         skills=skills,

@@ -1,7 +1,13 @@
-"""One learning cycle for the configured local executor: `temper learn --now` and the daemon's nightly job.
+"""One learning cycle for the configured executor: `temper learn --now` and the daemon's nightly job.
 
-The executor being trained is `[executor] model_dir` (backend "local") plus its current
-version's adapter (`<data_dir>/executor/versions`). A night (learner/night.py) turns the
+The executor being trained is `[executor] model_dir` plus its current version's adapter
+(`<data_dir>/executor/versions`). With backend "local" the cycle samples in process; with
+"openai" (vLLM, `temper serve executor` at `[models.executor] api_base`) `model_dir` is the served
+model's own directory: the cycle loads those base weights to train the adapter, and every replay
+samples through the server (learner/served.py), corrected for the server's logprobs differing
+from the trainer's by truncated importance sampling (`[learner] tis_cap`, learner/mismatch.py).
+A promoted version reaches the server through the daemon's version switch (connectors/assembly.py
+`follow_current_version`: load the new name, switch, unload the old once its runs end). A night (learner/night.py) turns the
 executor episodes recorded since the last finished night into tasks (the newest held out), and
 trains on them, the task folders imported with `temper tasks import` and the synthetic suite's
 training families (drawn in that order of preference); the gate compares on the user's held-out
@@ -14,6 +20,7 @@ kept in `<data_dir>/learner/collected_until`, written when a night finishes.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from connectors.config import Config
     from learner.night import NightSettings
+    from learner.served import ServedSampler
 
 REGRESSION_SEED = 0  # the synthetic suite's held-out instances every night compares on
 COLLECTED_FILE = "collected_until"  # the end of the last finished night's harvest window
@@ -52,10 +60,16 @@ async def run_learning_cycle(
     from learner.night import run_night
 
     settings = config.executor
-    if settings.backend != "local" or settings.model_dir is None:
+    if settings.backend not in ("local", "openai") or settings.model_dir is None:
         raise LearnerSetupError(
-            'temper learn trains a local executor model: set [executor] backend = "local" and '
-            "model_dir (e.g. a model from `temper quickstart`, or any Hugging Face causal LM directory)"
+            'temper learn trains an executor model: set [executor] backend = "local" (or "openai" for a '
+            "served one) and model_dir (e.g. a model from `temper quickstart`, or any Hugging Face "
+            "causal LM directory; for a served executor, the served model's own directory)"
+        )
+    if settings.backend == "openai" and config.models.executor.api_base is None:
+        raise LearnerSetupError(
+            'a served executor (backend = "openai") is trained through its server: set '
+            "[models.executor] api_base (e.g. http://127.0.0.1:8000/v1)"
         )
     torch.set_num_threads(config.learner.torch_threads)
     _check_memory(config, Path(settings.model_dir), say)
@@ -127,12 +141,15 @@ async def run_learning_cycle(
 def night_settings(config: Config, iterations: int, seed: int, deadline: float | None) -> NightSettings:
     """The night the config describes: replays in the configured sandbox, under its command
     timeout ceiling, with its turns and completion tokens; the rows' length limit; the harvest's
-    time split and size limit; the gate's margin; GRPO's learning rate, updates per batch and
-    LoRA shape; the executor's device, dtype and attention implementation."""
+    time split and size limit; the gate's margin; GRPO's learning rate, updates per batch, LoRA
+    shape and gradient checkpointing; the executor's device, dtype and attention implementation
+    and the learner's torch threads (every load of the night uses them); the Ray cluster the
+    training replays run on, when `[learner] ray_address` names one."""
     from learner.cycle import CycleSettings
     from learner.gate import GateSettings
     from learner.night import NightSettings
     from learner.policy import LoraSettings
+    from learner.ray_replay import RaySettings
     from learner.replay import ReplaySettings, as_served
     from learner.rows import RowSettings
     from learner.tasks import HarvestSettings
@@ -141,6 +158,7 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
     from runtime.executor.loop import ExecutorSettings
 
     learner, executor = config.learner, config.executor
+    served = served_sampler(config)
     sandbox, ceiling = config.sandbox.backend, config.sandbox.timeout_s
     turns = ExecutorSettings(
         max_turns=learner.max_turns,
@@ -162,14 +180,41 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
             gate=GateSettings(non_inferiority_margin=learner.non_inferiority_margin),
             rows=RowSettings(max_row_tokens=learner.max_prompt_tokens + learner.max_completion_tokens),
             train=TrainSettings(
-                learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch, lora=lora
+                learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch, lora=lora,
+                tis_cap=(learner.tis_cap or None) if served is not None else None,  # 0: off
+                gradient_checkpointing=learner.gradient_checkpointing,
             ),
-            device=executor.device, dtype=executor.dtype, attn_implementation=executor.attn_implementation,
+            served=served, device=executor.device, dtype=executor.dtype, attn_implementation=executor.attn_implementation,
+            torch_threads=learner.torch_threads,
+            ray=None if not learner.ray_address else RaySettings(
+                address=learner.ray_address, workers=learner.ray_workers,
+                gpus_per_worker=learner.ray_gpus_per_worker, torch_threads=learner.torch_threads,
+            ),
         ),
         harvest=HarvestSettings(
             heldout_fraction=learner.heldout_fraction, max_workspace_bytes=learner.max_workspace_mb << 20
         ),
     )  # fmt: skip
+
+
+def served_sampler(config: Config) -> ServedSampler | None:
+    """The executor's server when it is served (backend "openai" with an api_base), else None.
+    The learner's adapters go beside the versions (`<data_dir>/executor/versions/.learning`),
+    inside the adapter root `temper serve executor` loads from."""
+    from learner.served import ServedSampler
+    from learner.versions import ExecutorVersions
+    from runtime.models.slots import resolve_api_key
+
+    slot = config.models.executor
+    if config.executor.backend != "openai" or slot.api_base is None:
+        return None
+    name = slot.model.split("/", 1)[1] if slot.model.startswith(("openai/", "hosted_vllm/")) else slot.model
+    return ServedSampler(
+        base_url=slot.api_base,
+        model=name,
+        adapter_dir=ExecutorVersions(config.data_dir).versions_dir / ".learning",
+        api_key=resolve_api_key(slot, os.environ) or None,
+    )
 
 
 def _check_memory(config: Config, model_dir: Path, say: Callable[[str], object]) -> None:

@@ -16,10 +16,18 @@ no regression set the gate judges `heldout` alone. The day's episodes enter as t
 the policy being trained; learner/night.py puts a night together.
 `train_from` lets training start from another adapter than the current version (a distilled one,
 learner/night.py) while the gate still compares with the version in service.
+With `served` set (a served executor: vLLM, `temper serve executor`), the trainer keeps the
+base weights here and every replay samples through the server, the trainer's adapter loaded
+into it before each iteration (learner/served.py); the gate compares the version in service and
+the candidate as the server samples them. With `ray` set, the training replays run on a Ray
+cluster's workers, each holding the policy's weights of that iteration (learner/ray_replay.py);
+the gate's replays stay here. Each step's metrics go to `metrics.jsonl` in
+`work_dir`, one JSON object a line.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -29,14 +37,16 @@ from pathlib import Path
 from learner.evaluation import Evaluation, evaluate
 from learner.gate import GateDecision, GateSettings, decide
 from learner.promote import promote
+from learner.ray_replay import LoadSettings, RayReplay, RaySettings
 from learner.replay import ReplaySettings, as_served, replay
 from learner.rows import RowSettings, build_rows
+from learner.served import ServedPolicy, ServedSampler
 from learner.task_sampling import TaskSampler, TaskSampling
 from learner.tasks import Task
 from learner.train import GRPOTrainer, StepMetrics, TrainSettings
 from learner.versions import ExecutorVersions, Version, VersionMeta, model_hash
 from memory import MemoryStore
-from runtime.executor import LocalBackend, LocalModel
+from runtime.executor import ExecutorBackend, LocalBackend, LocalModel
 
 
 @dataclass(frozen=True)
@@ -60,13 +70,23 @@ class CycleSettings:
     device: str = "cpu"
     dtype: str | None = None
     attn_implementation: str | None = None
+    torch_threads: int | None = 1  # on CPU, torch's threads for the process (None: left as they are)
     # How much more often a task is drawn for its source (task_sampling.py): the day's episodes
     # first, then imported folders, then the synthetic suite.
     source_weights: dict[str, float] = field(
         default_factory=lambda: {"episode": 4.0, "tbench": 2.0, "synthetic": 1.0}
     )
+    # The executor's server, when it is served (replays sample through it); None: sampled here.
+    served: ServedSampler | None = None
+    # Training replays on a Ray cluster (learner/ray_replay.py); None: in this process.
+    ray: RaySettings | None = None
 
     def __post_init__(self) -> None:
+        if self.ray is not None and self.served is not None:
+            raise ValueError(
+                "Ray replays sample with the trainer's own weights and a served executor samples "
+                "through its server: set [learner] ray_address or an openai executor, not both"
+            )
         # Versions are adapters on the base model (learner/versions.py; runtime/executor/switch.py loads them); a whole
         # fine-tuned model has no adapter to gate, promote or load into the running executor.
         if self.train.lora is None:
@@ -129,16 +149,53 @@ async def run_cycle(
         raise ValueError("the gate needs held-out tasks: give heldout or regression tasks")
     if not heldout:  # no user tasks held out yet: the regression suite is the whole evidence
         heldout, regression = regression, ()
-    current_model = _load(model_dir, settings)
-    if start_adapter is not None:
-        current_model.load_adapter("current", start_adapter)
-    current_backend = LocalBackend(current_model, adapter="current" if start_adapter is not None else None)
+    if settings.served is None:
+        return await _run_cycle(
+            model_dir, train, heldout, store, work_dir, versions, settings, on_iteration, start_adapter,
+            regression, train_from, on_phase, probe, None,
+        )  # fmt: skip
+    async with ServedPolicy(settings.served, model_dir) as served:
+        return await _run_cycle(
+            model_dir, train, heldout, store, work_dir, versions, settings, on_iteration, start_adapter,
+            regression, train_from, on_phase, probe, served,
+        )  # fmt: skip
+
+
+async def _run_cycle(
+    model_dir: Path,
+    train: Sequence[Task],
+    heldout: Sequence[Task],
+    store: MemoryStore,
+    work_dir: Path,
+    versions: ExecutorVersions,
+    settings: CycleSettings,
+    on_iteration: Callable[[int, float, StepMetrics], None] | None,
+    start_adapter: Path | None,
+    regression: Sequence[Task],
+    train_from: Path | None,
+    on_phase: Callable[[str], None] | None,
+    probe: Probe | None,
+    served: ServedPolicy | None,
+) -> CycleResult:
+    # One copy of the base weights (learner/policy.py): the version in service and the policy being
+    # trained are two adapters on it, the reference policy is it with the adapters disabled.
+    model = load_model(model_dir, settings)
+    current_backend: ExecutorBackend
+    if served is not None:  # the version in service, as the server samples it
+        current_backend = await served.adapter(start_adapter)
+    else:
+        if start_adapter is not None:
+            model.load_adapter("current", start_adapter)
+        current_backend = LocalBackend(model, adapter="current" if start_adapter is not None else None)
     # Checkpoints of this cycle only: the trainer resumes from what it finds there.
     trainer = GRPOTrainer(
-        _load(model_dir, settings), settings.train, work_dir / "checkpoints",
-        start_adapter=train_from or start_adapter,
-    )  # fmt: skip
-    policy = LocalBackend(trainer.policy.sampler)
+        model, settings.train, work_dir / "checkpoints", start_adapter=train_from or start_adapter
+    )
+    policy: ExecutorBackend = LocalBackend(trainer.policy.sampler) if served is None else served.backend
+    cluster = None  # replay workers holding the policy's weights, when replays run on Ray
+    if settings.ray is not None:
+        load = LoadSettings(settings.device, settings.dtype, settings.attn_implementation)
+        cluster = RayReplay.connect(model_dir, settings.ray, load)
     sampler = TaskSampler(
         train, settings.task_sampling, random.Random(settings.seed), source_weights=settings.source_weights
     )
@@ -152,10 +209,17 @@ async def run_cycle(
             break
         started = time.time()
         batch = sampler.draw(settings.tasks_per_iteration)
-        attempts = await replay(
-            batch, policy, store, work_dir / "snapshots",
-            replace(settings.replay, seed=settings.seed * 100_003 + iteration), f"grpo{iteration}",
-        )  # fmt: skip
+        if served is not None:  # the server samples the adapter as trained so far
+            policy = await served.sync(trainer)
+        replaying = replace(settings.replay, seed=settings.seed * 100_003 + iteration)
+        if cluster is not None:
+            attempts = await cluster.replay(
+                batch, trainer.policy, store, work_dir / "snapshots", replaying, f"grpo{iteration}"
+            )
+        else:
+            attempts = await replay(
+                batch, policy, store, work_dir / "snapshots", replaying, f"grpo{iteration}"
+            )
         sampler.record((a.task_id, a.reward) for a in attempts)
         reward = sum(a.reward for a in attempts) / len(attempts)
         rewards.append((iteration, reward))
@@ -166,11 +230,14 @@ async def run_cycle(
         )
         metrics = trainer.step(rows)
         steps.append(metrics)
+        _log_metrics(work_dir / "metrics.jsonl", iteration, metrics)
         if on_iteration is not None:
             on_iteration(iteration, reward, metrics)
         # The last step's point is the gate's candidate evaluation, below: not measured twice.
         last = iteration + 1 == settings.iterations
         if probe is not None and probe.every > 0 and (iteration + 1) % probe.every == 0 and not last:
+            if served is not None:
+                policy = await served.sync(trainer)
             measured = await evaluate(
                 probe.tasks,
                 policy,
@@ -181,6 +248,8 @@ async def run_cycle(
             )
             probe.report(iteration + 1, measured)
     adapter_dir = trainer.save_adapter(work_dir / "candidate")
+    if served is not None:  # the candidate, as the server will sample it
+        policy = await served.sync(trainer)
     if on_phase is not None:
         on_phase("gate")
     snapshots = work_dir / "snapshots"
@@ -218,10 +287,17 @@ async def run_cycle(
     )  # fmt: skip
 
 
-def _load(model_dir: Path, settings: CycleSettings) -> LocalModel:
+def _log_metrics(path: Path, iteration: int, metrics: StepMetrics) -> None:
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"iteration": iteration, **metrics.as_dict()}) + "\n")
+
+
+def load_model(model_dir: Path, settings: CycleSettings) -> LocalModel:
+    """The model directory as `settings` say it loads: device, dtype, attention, torch threads."""
     return LocalModel.load(
         model_dir,
         device=settings.device,
         dtype=settings.dtype,
+        threads=settings.torch_threads,
         attn_implementation=settings.attn_implementation,
     )

@@ -28,6 +28,10 @@ Where it departs from the textbook:
   copy of the starting weights in full fine-tuning), not the previous checkpoint; beta defaults
   to 0 (DAPO, Dr. GRPO), which leaves only the clip as the trust region.
 - There is no value model and no entropy bonus.
+- With a served sampler (vLLM), `old` is the trainer's own recomputed log-probability, and each
+  token's policy-gradient term is multiplied by `is_weights`, the truncated importance weight
+  min(pi_old / pi_sampler, C) (learner/mismatch.py): decoupled PPO with TIS, as verl does it.
+  The KL term is not weighted.
 """
 
 from __future__ import annotations
@@ -55,13 +59,16 @@ def policy_loss(
     epsilon_high: float,
     beta: float = 0.0,
     reference: torch.Tensor | None = None,
+    is_weights: torch.Tensor | None = None,
 ) -> PolicyLoss:
-    """`new`, `old`, `reference`, `coefficients`: (B, T); `advantages`: (B,)."""
+    """`new`, `old`, `reference`, `coefficients`, `is_weights` (detached): (B, T); `advantages`: (B,)."""
     advantage = advantages[:, None]  # (B, 1)
     ratio = torch.exp(new - old)  # (B, T)
     unclipped = ratio * advantage  # (B, T)
     clipped = ratio.clamp(1 - epsilon_low, 1 + epsilon_high) * advantage  # (B, T)
     per_token = -torch.minimum(unclipped, clipped)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()  # (B, T) TIS
     kl = None
     if reference is not None:
         kl = torch.exp(reference - new) - (reference - new) - 1  # (B, T)

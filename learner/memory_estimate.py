@@ -7,21 +7,26 @@
 Nothing is loaded: the parameter shapes come from the safetensors headers (exact), the rest from
 `config.json` and the cycle's settings. The parts, in bytes:
 
-- weights: parameters x bytes of the load dtype, times the copies a cycle holds (`run_cycle`
-  today: the executor in service, for the gate, and the trainer's own copy).
+- weights: parameters x bytes of the load dtype, once: `run_cycle` holds one copy, the policy
+  being trained and the version in service being two adapters on it and the reference policy
+  the same model with its adapters disabled (learner/policy.py).
 - adapter and optimizer: LoRA's trainable parameters, r x (in + out) for each wrapped linear
-  layer, in float32 (peft keeps adapters there), each with its gradient and AdamW's two moments:
-  16 bytes a parameter.
-- activations: what backward keeps for one micro-batch of `rows.token_budget` positions, per
-  layer and token `4h + 2q + 2kv + 4i` values of the load dtype (h hidden size, q = heads x
+  layer, in float32 (peft keeps adapters there), each with its gradient and AdamW's two moments,
+  and the version in service's adapter beside it (taken to be of the same shape): 20 bytes a
+  parameter.
+- activations: what backward keeps for one micro-batch of `rows.token_budget` positions. Without
+  gradient checkpointing, per layer and token `4h + 2q + 2kv + 4i` values of the load dtype
+  (h hidden size, q = heads x
   head_dim, kv = key-value heads x head_dim, i the MLP's intermediate size): the inputs of the
   two norms, of the q/k/v projections, q, k, v, the attention output, the MLP's input, its gate
   and up outputs, the activation and the down projection's input. It is the per-layer count of
   Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (2022,
   section 4.1: 34sbh bytes in 16 bits), with no dropout masks, no s x s attention scores (SDPA and
   flash kernels do not keep them), grouped-query k and v, and a gated MLP instead of a 4h GeLU
-  one. With it, one chunk of logits (learner/logprobs.py): `logprob_chunk_tokens` x vocabulary
-  float32 values, three times (logits, log-softmax, its gradient).
+  one. With `train.gradient_checkpointing`, only each layer's input (h values a token and layer)
+  is kept, and one layer's inside at a time while backward recomputes it. With either, one chunk
+  of logits (learner/logprobs.py): `logprob_chunk_tokens` x vocabulary float32 values, three
+  times (logits, log-softmax, its gradient).
 - key-value cache: sampling keeps 2 x layers x kv values a token for every sequence replayed at
   once (`concurrent_tasks` x `group_size`), each up to `rows.max_row_tokens` long.
 
@@ -48,6 +53,7 @@ from runtime.executor.local_model import resolve_device, resolve_dtype
 GIB = 1 << 30
 HEADROOM = 0.9  # of the free memory, what the estimate may use
 ADAM_BYTES = 4 * 4  # float32 parameter, gradient and AdamW's two moments
+IN_SERVICE_BYTES = 4  # the version in service's adapter, float32, beside the one being trained
 LOGIT_COPIES = 3  # a logits chunk, its log-softmax and the gradient
 
 
@@ -66,6 +72,7 @@ class MemoryEstimate:
     adapter_and_optimizer: int
     activations: int
     kv_cache: int
+    gradient_checkpointing: bool = False
 
     @property
     def peak(self) -> int:
@@ -75,7 +82,8 @@ class MemoryEstimate:
         return (
             f"memory estimate on {self.device} ({str(self.dtype).removeprefix('torch.')}): "
             f"peak {_size(self.peak)} = weights {_size(self.weights)} "
-            f"({_count(self.parameters)} parameters x {self.weight_copies} copies) "
+            f"({_count(self.parameters)} parameters x {self.weight_copies} "
+            f"{'copy' if self.weight_copies == 1 else 'copies'}) "
             f"+ adapter and optimizer {_size(self.adapter_and_optimizer)} "
             f"({_count(self.trainable)} trainable) + the larger of activations {_size(self.activations)} "
             f"and key-value cache {_size(self.kv_cache)}"
@@ -86,14 +94,15 @@ class MemoryEstimate:
         memory is unknown)."""
         if free is None or self.peak <= free * HEADROOM:
             return None
+        checkpointing = "" if self.gradient_checkpointing else "set [learner] gradient_checkpointing = true, "
         return (
             f"this cycle needs about {_size(self.peak)} on {self.device} but {_size(free)} is free "
-            f"({self.line()}): free memory, lower [learner] max_prompt_tokens, max_completion_tokens "
-            f"or lora_rank, or load the executor in a smaller [executor] dtype"
+            f"({self.line()}): free memory, {checkpointing}lower [learner] max_prompt_tokens, "
+            f"max_completion_tokens or lora_rank, or load the executor in a smaller [executor] dtype"
         )
 
 
-def estimate_cycle(model_dir: Path, settings: CycleSettings, *, weight_copies: int = 2) -> MemoryEstimate:
+def estimate_cycle(model_dir: Path, settings: CycleSettings, *, weight_copies: int = 1) -> MemoryEstimate:
     """The peak memory of `run_cycle(model_dir, ..., settings)`; see the module docstring."""
     config = _read_config(model_dir)
     shapes = weight_shapes(model_dir)
@@ -109,7 +118,8 @@ def estimate_cycle(model_dir: Path, settings: CycleSettings, *, weight_copies: i
     head_dim = int(text.get("head_dim") or hidden // heads)
     kv = int(text.get("num_key_value_heads") or heads) * head_dim
     intermediate = int(text.get("intermediate_size") or 4 * hidden)
-    per_token = 4 * hidden + 2 * heads * head_dim + 2 * kv + 4 * intermediate
+    per_token = 4 * hidden + 2 * heads * head_dim + 2 * kv + 4 * intermediate  # one layer's inside
+    kept = hidden * layers + per_token if settings.train.gradient_checkpointing else per_token * layers
     logits = settings.train.logprob_chunk_tokens * int(text["vocab_size"]) * 4 * LOGIT_COPIES
     sequences = max(
         replay.concurrent_tasks * replay.group_size for replay in (settings.replay, settings.evaluation)
@@ -121,9 +131,10 @@ def estimate_cycle(model_dir: Path, settings: CycleSettings, *, weight_copies: i
         weight_copies=weight_copies,
         trainable=trainable,
         weights=parameters * size * weight_copies,
-        adapter_and_optimizer=trainable * ADAM_BYTES,
-        activations=settings.rows.token_budget * layers * per_token * size + logits,
+        adapter_and_optimizer=trainable * (ADAM_BYTES + IN_SERVICE_BYTES),
+        activations=settings.rows.token_budget * kept * size + logits,
         kv_cache=sequences * settings.rows.max_row_tokens * 2 * layers * kv * size,
+        gradient_checkpointing=settings.train.gradient_checkpointing,
     )
 
 

@@ -32,10 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from learner.cycle import CycleResult, CycleSettings, run_cycle
+from learner.cycle import CycleResult, CycleSettings, load_model, run_cycle
 from learner.evaluation import Evaluation, evaluate
 from learner.gate import HeldoutResult, success_by_kind
 from learner.policy import LoraSettings
+from learner.replay import ReplaySettings
 from learner.sft import SFTExample, SFTSettings, sft
 from learner.tasks import Task
 from learner.tasks.episodes import (
@@ -137,13 +138,17 @@ async def run_night(
         f"none: {len(examples)} successful planner replies, fewer than {settings.min_distill_examples}"
     )
     if len(examples) >= settings.min_distill_examples:
+        # Loaded as the cycle loads it (device, dtype, threads), and let go before the cycle loads
+        # its own: one copy of the weights at a time; every adapter here is one on this model.
+        model = load_model(model_dir, settings.cycle)
         distilled = await asyncio.to_thread(
-            _distill, model_dir, start_adapter, examples, settings.distill, work_dir
+            _distill, model, start_adapter, examples, settings.distill, work_dir
         )
         kept, verdict = await _distillation_helps(
-            model_dir, start_adapter, distilled, user_train[: settings.distill_check_tasks],
+            model, start_adapter, distilled, user_train[: settings.distill_check_tasks],
             store, work_dir, settings,
         )  # fmt: skip
+        del model
         train_from = distilled if kept else None
         distillation = f"an adapter imitated {len(examples)} planner replies; {verdict}"
         say(f"distillation: {distillation}")
@@ -165,7 +170,7 @@ async def run_night(
 
 
 async def _distillation_helps(
-    model_dir: Path,
+    model: LocalModel,
     start_adapter: Path | None,
     distilled: Path,
     check: Sequence[Task],
@@ -181,23 +186,32 @@ async def _distillation_helps(
         return kept, "kept: a first executor" if kept else "not kept: no training tasks to check it on"
     evaluation = replace(settings.cycle.evaluation, group_size=2)
     snapshots = work_dir / "snapshots"
-    before = await evaluate(
-        check, _backend(model_dir, start_adapter), store, snapshots, evaluation, "distill-before"
-    )
-    after = await evaluate(
-        check, _backend(model_dir, distilled), store, snapshots, evaluation, "distill-after"
-    )
+    before = await _evaluate_with(model, start_adapter, check, store, snapshots, evaluation, "distill-before")
+    after = await _evaluate_with(model, distilled, check, store, snapshots, evaluation, "distill-after")
     kept = after.success >= before.success
     outcome = "kept" if kept else "not kept"
     return kept, f"{outcome}: {before.success:.2f} -> {after.success:.2f} on {len(check)} training tasks"
 
 
-def _backend(model_dir: Path, adapter: Path | None) -> LocalBackend:
-    model = LocalModel.load(model_dir)
+async def _evaluate_with(
+    model: LocalModel,
+    adapter: Path | None,
+    tasks: Sequence[Task],
+    store: MemoryStore,
+    snapshots: Path,
+    settings: ReplaySettings,
+    label: str,
+) -> Evaluation:
+    """`tasks` replayed by `model` with `adapter` loaded for the while (None: the base model)."""
     if adapter is None:
-        return LocalBackend(model)
-    model.load_adapter("adapter", adapter)
-    return LocalBackend(model, adapter="adapter")
+        return await evaluate(tasks, LocalBackend(model), store, snapshots, settings, label)
+    await asyncio.to_thread(model.load_adapter, "adapter", adapter)
+    try:
+        return await evaluate(
+            tasks, LocalBackend(model, adapter="adapter"), store, snapshots, settings, label
+        )
+    finally:
+        model.unload_adapter("adapter")
 
 
 HELDOUT_LEDGER = "heldout_episodes.json"  # beside the nights' directories
@@ -239,7 +253,7 @@ def _served_results(result: CycleResult) -> list[HeldoutResult]:
 
 
 def _distill(
-    model_dir: Path,
+    model: LocalModel,
     start_adapter: Path | None,
     examples: list[SFTExample],
     settings: SFTSettings,
@@ -251,5 +265,8 @@ def _distill(
     if (target / "adapter_config.json").is_file():
         return target
     # From the version in service's adapter weights: the distilled adapter is its next step.
-    result = sft(LocalModel.load(model_dir), examples, settings, start_adapter=start_adapter)
-    return result.policy.save_adapter(target)
+    policy = sft(model, examples, settings, start_adapter=start_adapter).policy
+    try:
+        return policy.save_adapter(target)
+    finally:
+        policy.close()  # the model as it was, for the checks and the cycle

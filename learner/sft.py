@@ -15,10 +15,11 @@ context only.
 Epochs end with `on_epoch(report, policy)`: `policy.sampler` is a `LocalModel` over the weights
 as trained so far, so the caller can measure held-out success with the real executor path
 (`LocalBackend(policy.sampler)`), keep the best epoch (`policy.save_model(directory)`), and
-return True to stop ("trained until its held-out success stops improving"). The policy is
-copied from a `LocalModel` (trained in place for a bare `PreTrainedModel`), as in
-learner/policy.py; by default all weights train, since a model too small or too new to know the
-action format learns it faster that way than through a LoRA adapter.
+return True to stop ("trained until its held-out success stops improving"). The policy is made
+as in learner/policy.py: a copy of a `LocalModel`'s weights (full fine-tuning) or an adapter on
+them (LoRA; `policy.close()` takes it out), a bare `PreTrainedModel` trained in place; by default
+all weights train, since a model too small or too new to know the action format learns it faster
+that way than through a LoRA adapter.
 """
 
 from __future__ import annotations

@@ -33,6 +33,13 @@ at T, and the old policy is the trainer's own at T: the first update's log-proba
 detached (the weights that sampled, since replays sample with the policy being trained), kept
 for the later updates. The first update's ratios are then exactly 1.
 
+And except when the rows were sampled by a server (`tis_cap` set: vLLM, `temper serve
+executor`), whose logprobs differ from the trainer's (kernels, precision). Then the old policy is
+the trainer's own, recomputed the same way, and the sampler's logprobs enter only through the
+truncated importance weight min(old / sampler, tis_cap) on each token's policy-gradient term
+(learner/mismatch.py). Every step measures the sampler against the trainer on its first update
+(`StepMetrics.mismatch`), with or without the correction.
+
 Determinism: a step uses no randomness (no dropout: the model stays in eval mode), so the same
 rows on the same weights and optimizer state give the same update; that is what makes a resumed
 run equal an uninterrupted one. The trainer logs nothing itself: `StepMetrics` is for the caller.
@@ -48,9 +55,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from learner.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from learner.data_parallel import DataParallel
 from learner.logprobs import token_logprobs
 from learner.loss import policy_loss
 from learner.micro_batch import MicroBatch, collate
+from learner.mismatch import Mismatch, MismatchMeter, tis_weights
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.rows import RowBatch
 from runtime.executor.local_model import LocalModel
@@ -72,9 +81,18 @@ class TrainSettings:
     # The temperature the rows were sampled at: log-probabilities are taken at it, and at any
     # value but 1 the old policy is recomputed on the first update (module docstring).
     temperature: float = 1.0
+    # Truncated importance sampling against a sampler other than these weights (a served
+    # executor: learner/mismatch.py): the old policy is the trainer's own, recomputed on the first
+    # update, and each token's policy-gradient term is weighted by min(old / sampler, tis_cap).
+    # None: the captured logprobs are the old policy (the sampler is this policy's own weights).
+    tis_cap: float | None = None
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
     logprob_chunk_tokens: int = 1024  # positions x rows whose logits exist at once
+    # Recompute each decoder layer in the backward pass instead of keeping its activations
+    # (learner/policy.py): memory per layer boundary, not per layer's inside, for one more forward.
+    # Rows are then computed whole: a shared prefix's key-value cache cannot be recomputed.
+    gradient_checkpointing: bool = False
     checkpoint_every: int = 1  # steps; 0: never
     keep_checkpoints: int = 2
     seed: int = 0  # LoRA's initialisation
@@ -95,6 +113,13 @@ class TrainSettings:
             raise ValueError(f"updates_per_batch must be at least 1; got {self.updates_per_batch}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be positive (training samples); got {self.temperature}")
+        if self.tis_cap is not None and self.tis_cap <= 0:
+            raise ValueError(f"tis_cap must be positive (None turns TIS off); got {self.tis_cap}")
+        if self.tis_cap is not None and self.temperature != 1.0:
+            raise ValueError(
+                "tis_cap needs temperature 1: the sampler's captured logprobs are raw, so at another "
+                "temperature they are not the distribution the tokens were drawn from"
+            )
         if self.logprob_chunk_tokens < 1:
             raise ValueError(f"logprob_chunk_tokens must be at least 1; got {self.logprob_chunk_tokens}")
         if self.checkpoint_every < 0 or self.keep_checkpoints < 1:
@@ -119,6 +144,9 @@ class StepMetrics:
     grad_norm: float  # before clipping, the last update's
     seconds: float
     secret_episodes: int = 0  # the batch's episodes left out for holding a secret
+    # The sampler's logprobs against the trainer's before the step's first update (temperature 1;
+    # learner/mismatch.py); None when no token was trained.
+    mismatch: Mismatch | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,14 +159,18 @@ class StepMetrics:
             f"entropy {self.entropy:.3f}  zero_var {self.zero_variance_fraction:.2f}  "
             f"rows {self.rows}  tokens {self.tokens}  {self.seconds * 1000:.0f} ms"
             + (f"  secret episodes left out {self.secret_episodes}" if self.secret_episodes else "")
+            + (f"  {self.mismatch.line()}" if self.mismatch is not None else "")
         )
 
 
 class GRPOTrainer:
-    """See the module docstring. `model`: a `LocalModel` (its weights are copied; hand them back
-    through `policy.sampler` or `save_adapter`) or a `PreTrainedModel` (trained in place).
+    """See the module docstring. `model`: a `LocalModel` (LoRA: an adapter on its own weights,
+    beside those it serves; full fine-tuning: a copy; hand them back through `policy.sampler` or
+    `save_adapter`) or a `PreTrainedModel` (trained in place).
     `start_adapter`: a PEFT adapter to continue from (the executor's current version).
-    `checkpoint_dir`: where checkpoints go; the newest one there is resumed from."""
+    `checkpoint_dir`: where checkpoints go; the newest one there is resumed from.
+    `parallel`: this process's rank when several train together (learner/data_parallel.py):
+    each takes a shard of every batch and the gradients are summed; rank 0 writes checkpoints."""
 
     def __init__(
         self,
@@ -148,8 +180,10 @@ class GRPOTrainer:
         *,
         start_adapter: str | Path | None = None,
         tokenizer: ExecutorTokenizer | None = None,
+        parallel: DataParallel | None = None,
     ) -> None:
         self.settings = settings
+        self.parallel = parallel
         self.policy = TrainablePolicy.create(
             model,
             settings.lora,
@@ -157,6 +191,7 @@ class GRPOTrainer:
             tokenizer=tokenizer,
             keep_reference=settings.beta > 0,
             seed=settings.seed,
+            gradient_checkpointing=settings.gradient_checkpointing,
         )
         self.optimizer = torch.optim.AdamW(
             self.policy.trainable_parameters(),
@@ -169,6 +204,8 @@ class GRPOTrainer:
         latest = latest_checkpoint(self.checkpoint_dir) if self.checkpoint_dir else None
         if latest is not None:
             self.step_count = load_checkpoint(latest, self.policy, self.optimizer)
+        if parallel is not None:  # every rank starts from rank 0's weights, as DDP does
+            parallel.broadcast_parameters(self.policy.trainable_parameters())
 
     def step(self, batch: RowBatch) -> StepMetrics:
         """`updates_per_batch` optimizer updates on `batch`, then a checkpoint when one is due; an
@@ -176,22 +213,29 @@ class GRPOTrainer:
         started = time.perf_counter()
         updates: list[_Totals] = []  # the metric sums of each update
         grad_norm = 0.0
+        meter = MismatchMeter()
         if batch.rows:
-            micro_batches = [collate(pack, batch.denominator, self.policy.device) for pack in batch.packs]
+            packs = batch.packs if self.parallel is None else self.parallel.shard(batch.packs)
+            micro_batches = [collate(pack, batch.denominator, self.policy.device) for pack in packs]
             # The old policy per micro-batch: captured, or None until the first update computes it.
-            captured = self.settings.temperature == 1.0
+            captured = self.settings.temperature == 1.0 and self.settings.tis_cap is None
             olds = [micro.old_logprobs if captured else None for micro in micro_batches]
-            for _ in range(self.settings.updates_per_batch):
+            for update in range(self.settings.updates_per_batch):
                 updates.append(_Totals())
                 for index, micro in enumerate(micro_batches):
-                    olds[index] = self._accumulate(micro, olds[index], updates[-1])
+                    measure = meter if update == 0 and self.settings.temperature == 1.0 else None
+                    olds[index] = self._accumulate(micro, olds[index], updates[-1], measure)
                 parameters = self.policy.trainable_parameters()
+                if self.parallel is not None:  # the batch's gradient and sums: every rank's shard added
+                    self.parallel.sum_gradients(parameters)
+                    updates[-1] = self.parallel.sum_fields(updates[-1])
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, self.settings.max_grad_norm))
                 self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
             self.step_count += 1
             every = self.settings.checkpoint_every
-            if self.checkpoint_dir is not None and every and self.step_count % every == 0:
+            main = self.parallel is None or self.parallel.is_main  # one writer of the shared directory
+            if self.checkpoint_dir is not None and every and self.step_count % every == 0 and main:
                 self.save_checkpoint()
         first, last = (updates[0], updates[-1]) if updates else (_Totals(), _Totals())
         stats = batch.stats
@@ -210,11 +254,15 @@ class GRPOTrainer:
             grad_norm=grad_norm,
             seconds=time.perf_counter() - started,
             secret_episodes=stats.secret_episodes,
+            mismatch=meter.result(self.settings.tis_cap),
         )
 
-    def _accumulate(self, micro: MicroBatch, old: torch.Tensor | None, totals: _Totals) -> torch.Tensor:
+    def _accumulate(
+        self, micro: MicroBatch, old: torch.Tensor | None, totals: _Totals, meter: MismatchMeter | None
+    ) -> torch.Tensor:
         """Forward and backward over one micro-batch, adding to the step's metric sums; `old`: the
-        old policy's log-probabilities (B, T), or None for the policy's own now. Returns `old`."""
+        old policy's log-probabilities (B, T), or None for the policy's own now. Returns `old`.
+        `meter`: on the first update, measures the sampler's logprobs against the policy's."""
         chunk, temperature = self.settings.logprob_chunk_tokens, self.settings.temperature
         reference = None
         if self.settings.beta > 0:
@@ -225,10 +273,14 @@ class GRPOTrainer:
                 )  # fmt: skip
         new, entropy = token_logprobs(
             self.policy.module, micro.inputs, micro.targets,
-            chunk_tokens=chunk, entropy_at=micro.mask, temperature=temperature, shared=micro.shared,
+            chunk_tokens=chunk, entropy_at=micro.mask, temperature=temperature,
+            shared=0 if self.settings.gradient_checkpointing else micro.shared,
         )  # fmt: skip  # (B, T), (B, T)
         if old is None:
             old = new.detach()
+        if meter is not None:
+            meter.add(new, micro.old_logprobs, micro.mask)
+        cap = self.settings.tis_cap
         terms = policy_loss(
             new,
             old,
@@ -238,6 +290,7 @@ class GRPOTrainer:
             epsilon_high=self.settings.epsilon_high,
             beta=self.settings.beta,
             reference=reference,
+            is_weights=None if cap is None else tis_weights(old, micro.old_logprobs, cap),
         )
         terms.loss.backward()
         mask = micro.mask  # (B, T)

@@ -150,7 +150,9 @@ class ExecutorConfig(Section):
         "planner", description="one of 'planner', 'openai', 'local'"
     )
     model_dir: Path | None = Field(
-        None, description="a Hugging Face model directory (local) or a tokenizer directory (openai, planner)"
+        None,
+        description="a Hugging Face model directory (local; openai: the served model's own directory, "
+        "which `temper learn` trains from, or at least its tokenizer; planner: a tokenizer directory)",
     )
     adapter_dir: Path | None = Field(None, description="a PEFT adapter directory")
     threshold: float = Field(0.6, ge=0, le=1, description="a number between 0 and 1")
@@ -193,6 +195,21 @@ class LearnerConfig(Section):
     max_turns: int = Field(2, ge=1, le=64, description="a whole number from 1 to 64")
     max_prompt_tokens: int = Field(1952, ge=16, description="a whole number of tokens, at least 16")
     max_completion_tokens: int = Field(96, ge=1, description="a whole number of tokens, at least 1")
+    gradient_checkpointing: bool = Field(False, description="true or false")
+    tis_cap: float = Field(
+        2.0,
+        ge=0,
+        description="a number at least 0: the cap C of the truncated importance weight "
+        "min(trainer/sampler, C) for a served executor (0 turns the correction off)",
+    )
+    ray_address: str = Field(
+        "",
+        description="'' (replays in this process), 'auto', 'local', or a Ray address like 'ray://head:10001'",
+    )
+    ray_workers: int = Field(
+        2, ge=1, le=1024, description="a whole number of Ray replay workers from 1 to 1024"
+    )
+    ray_gpus_per_worker: float = Field(0.0, ge=0, le=8, description="a number of GPUs from 0 to 8")
     report_to: list[str] = Field(
         default_factory=list,
         description="a list of chats like ['telegram:12345', 'slack:C0123']",
@@ -257,6 +274,9 @@ class UsersConfig(Section):
     """The user model: facts learned about each person, their profile in the prompt, linking."""
 
     extraction_every_turns: int = Field(6, ge=1, le=100, description="a whole number from 1 to 100")
+    session_idle_end_s: float = Field(
+        1800.0, ge=0, le=7 * 86400, description="a number of seconds from 0 to 604800 (a week)"
+    )
     profile_tokens: int = Field(300, ge=0, le=4000, description="a whole number of tokens from 0 to 4000")
     link_code_ttl_s: float = Field(
         600.0, ge=60, le=86400, description="a number of seconds from 60 to 86400 (a day)"

@@ -87,7 +87,8 @@ enabled = true
 # executor`), or "local" (a Hugging Face model loaded in this process from model_dir).
 backend = "planner"
 # A model directory (local) or the executor's tokenizer directory (openai, planner: re-tokenises
-# text when a server returns no token ids).
+# text when a server returns no token ids). For a served executor that `temper learn` trains,
+# the served model's own directory: the learner trains its adapter on those base weights.
 # model_dir = "/path/to/model"
 # adapter_dir = "/path/to/adapter"
 # Routing is per kind of task (a cluster of similar instructions): the executor model takes a
@@ -137,6 +138,20 @@ lora_target_modules = "all-linear"
 max_turns = 2
 max_prompt_tokens = 1952
 max_completion_tokens = 96
+# Recompute each decoder layer in the backward pass instead of keeping its activations: far less
+# memory for long replies on a real model (`temper learn` prints the estimate), slower steps.
+gradient_checkpointing = false
+# A served executor (backend "openai") samples the replays with other kernels than the trainer's:
+# each token's policy gradient is weighted by min(trainer/sampler probability, tis_cap)
+# (truncated importance sampling; 0 turns it off). Each step reports the mismatch either way.
+tis_cap = 2.0
+# Training replays on a Ray cluster (pip install 'temper[scale]'): "auto" joins a running one,
+# "local" starts one here, or an address like "ray://head:10001"; empty: replays run in this
+# process. ray_workers replay workers each load model_dir from the same path on their node, with
+# ray_gpus_per_worker GPUs each (0: CPU).
+ray_address = ""
+ray_workers = 2
+ray_gpus_per_worker = 0.0
 # Chats the night's report is sent to, e.g. ["telegram:12345", "slack:C0123"].
 report_to = []
 
@@ -196,6 +211,9 @@ inbox_retention_days = 30.0
 # person's messages in a session, the planner reads them for lasting facts (off the reply path;
 # what is left is read when the session ends).
 extraction_every_turns = 6
+# A session quiet this long has ended: the messages it left unread are read at the person's next
+# turn anywhere.
+session_idle_end_s = 1800.0
 # The prompt's profile of the person speaking: the facts most relevant to the request, then the
 # most stable ones, within this many tokens (0: none).
 profile_tokens = 300

@@ -85,7 +85,7 @@ class NightlyRun:
         log.info("learning cycle started in worker pid %d (log: %s)", self.process.pid, log_file)
         try:
             assert self.process.stdin is not None
-            self.process.stdin.write(_config_json(self.config).encode())
+            self.process.stdin.write(_config_json(_with_executor_key(self.config, self.environ)).encode())
             await self.process.stdin.drain()
             self.process.stdin.close()
             code = await self.process.wait()
@@ -131,6 +131,21 @@ def _open_log(path: Path) -> BinaryIO:
     output.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} nightly cycle\n".encode())
     output.flush()
     return output
+
+
+def _with_executor_key(config: Config, environ: Mapping[str, str]) -> Config:
+    """The config with the executor server's API key read from the daemon's environment (the
+    worker's holds no secrets), so a served executor is trained through the key it serves with."""
+    from pydantic import SecretStr
+
+    slot = config.models.executor
+    key = environ.get(slot.api_key_env or "")
+    if slot.api_key is not None or not key:
+        return config
+    models = config.models.model_copy(
+        update={"executor": slot.model_copy(update={"api_key": SecretStr(key)})}
+    )
+    return config.model_copy(update={"models": models})
 
 
 def _config_json(config: Config) -> str:

@@ -12,6 +12,10 @@ Invariants:
   one lock, so threads (the server's, `asyncio.to_thread`'s) may call in freely. Reading which
   adapters are loaded does not wait for that lock (an event loop may ask while a sample runs).
 - Each call names its adapter (`None`: the base model); nothing is "switched on" between calls.
+  A view from `pinned(version)` reads `None` as that adapter instead (the learner's sampler).
+- One copy of the base weights, whatever the adapters: served ones (`load_adapter`) and ones
+  being trained (`add_trainable_adapter`, learner/policy.py) sit side by side on one peft model.
+  A trainer computes outside the lock: nothing may sample while its step runs.
 - Logprobs follow `sampling.py`'s convention: the raw model distribution, before temperature.
 - A seed fixes a completion: the same prompt and seed give the same ids alone (`sample`), in a
   group (`sample_group`) or beside other prompts (`sample_batch`), batched arithmetic aside.
@@ -26,6 +30,7 @@ Invariants:
 
 from __future__ import annotations
 
+import copy
 import secrets
 import threading
 from collections.abc import Iterator, Sequence
@@ -60,6 +65,7 @@ class LocalModel:
         self._peft: Any | None = None  # a peft.PeftModel around the base once an adapter is loaded
         self._adapters: dict[str, str] = {}  # version -> directory it came from
         self._lock = threading.Lock()
+        self._pinned: str | None = None  # what adapter=None means: the base, or in a view its adapter
         config = model.config
         self.max_positions: int = getattr(config, "max_position_embeddings", None) or 1 << 31
         self.vocab_size: int = config.vocab_size
@@ -125,6 +131,38 @@ class LocalModel:
             except (OSError, ValueError, RuntimeError, KeyError) as exc:  # bad files, wrong shapes
                 raise ExecutorLoadError(f"cannot load the adapter in {path}: {exc}") from None
             self._adapters[version] = str(path)
+
+    def add_trainable_adapter(self, version: str, config: Any, *, directory: str | Path | None = None) -> Any:
+        """Add a LoRA adapter to train, in place, under `version`: a new one from a peft
+        `LoraConfig` (its initial weights drawn from torch's random generator) or, with
+        `directory`, a trainable copy of a saved one. Returns the peft model that holds it beside
+        the other adapters, over this model's own weights (no copy); `unload_adapter` removes it."""
+        from peft import PeftModel, get_peft_model
+
+        path = None if directory is None else Path(directory).expanduser()
+        with self._lock:
+            if version in self._adapters:
+                raise ExecutorRequestError(f"adapter {version!r} is already loaded: unload it first")
+            if self._peft is not None and path is None:
+                self._peft.add_adapter(version, config)
+            elif self._peft is not None:
+                self._peft.load_adapter(path, adapter_name=version, is_trainable=True)
+            elif path is None:
+                self._peft = get_peft_model(self._base, config, adapter_name=version).eval()
+            else:
+                self._peft = PeftModel.from_pretrained(
+                    self._base, path, adapter_name=version, is_trainable=True
+                ).eval()
+            self._adapters[version] = str(path) if path is not None else "(trained in this process)"
+            return self._peft
+
+    def pinned(self, version: str, *, name: str) -> LocalModel:
+        """A view of this model, named `name`, that computes with adapter `version` when a call
+        names none: the same weights, adapters and lock. Valid while `version` stays loaded."""
+        self._check_adapter(version)
+        view = copy.copy(self)  # shares the lock, the adapters' dict and the (peft) model
+        view.name, view._pinned = name, version
+        return view
 
     def unload_adapter(self, version: str) -> None:
         with self._lock:
@@ -226,7 +264,9 @@ class LocalModel:
 
     @contextmanager
     def _policy(self, adapter: str | None) -> Iterator[torch.nn.Module]:
-        """The module that computes with `adapter` (None: the base); call with the lock held."""
+        """The module that computes with `adapter` (None: the base, or a view's own adapter); call
+        with the lock held."""
+        adapter = self._pinned if adapter is None else adapter
         if adapter is not None:
             self._check_adapter(adapter)
             assert self._peft is not None

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sandbox_backends import in_ci
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
 
@@ -70,6 +72,17 @@ def test_daemon() -> None:
     )
 
 
+@pytest.mark.slow  # ~17 s with trl: imports, a tiny Qwen2, three steps a side, the 4B estimate
+def test_gpu() -> None:
+    output = run_bench(ROOT / "bench/gpu.py", "--device", "cpu", "--tiny", "--steps", "2")
+    assert_figures(
+        output, "ours_tokens_per_s[tiny]:", "ours_mfu[tiny]:", "ours_peak_memory_gib[tiny]:",
+        "memory_estimate_4b_gib:", "memory_estimate_4b_fits:",
+    )  # fmt: skip
+    if importlib.util.find_spec("trl") is not None:
+        assert_figures(output, "trl_tokens_per_s[tiny]:", "tokens_per_s_ratio_vs_trl[tiny]:")
+
+
 @pytest.mark.slow  # ~16 s without trl, ~27 s with it: imports, the tiny model, two iterations a side
 def test_learner() -> None:
     output = run_bench(
@@ -80,6 +93,22 @@ def test_learner() -> None:
         assert_figures(output, "trl: not installed")
     else:
         assert_figures(output, "trl iteration:", "ours / trl iteration time:")
+
+
+@pytest.mark.slow  # ~35 s: Ray's start, the tiny model loaded by three workers, a replay a side
+def test_learner_ray() -> None:
+    if importlib.util.find_spec("ray") is None:  # the `scale` extra, in CI's `all`
+        if in_ci():
+            pytest.fail("ray is not installed: CI installs the `scale` extra", pytrace=False)
+        pytest.skip("ray is not installed (pip install 'temper[scale]')")
+    output = run_bench(
+        ROOT / "bench/learner.py",
+        *("--ray", "--prompts", "2", "--group", "2", "--max-tokens", "8", "--iterations", "1"),
+    )
+    assert_figures(
+        output, "in-process replay:", "ray 1 worker replay:", "ray 2 workers replay:",
+        "ray 2 / 1 workers:", "ray 2 workers / in-process:",
+    )  # fmt: skip
 
 
 @pytest.mark.slow  # ~20 s, most of it importing litellm

@@ -135,3 +135,14 @@ def test_an_openai_executor_sends_its_api_key(tmp_path: Path, server: FakeOpenAI
     assembled.store.close()
 
     assert server.request_headers[-1]["authorization"] == "Bearer executor-key-42"
+
+
+def test_the_users_table_reaches_the_agent_s_user_model(tmp_path: Path) -> None:
+    config = config_at(
+        tmp_path, "[users]\nextraction_every_turns = 3\nsession_idle_end_s = 120\nprofile_tokens = 50\n"
+    )
+    assembled = build_agent(config, {"OPENAI_API_KEY": "sk-test-0123456789"})
+    settings = assembled.agent.settings
+    assert (settings.user_model.every_turns, settings.user_model.idle_end_s) == (3, 120.0)
+    assert settings.context.profile_tokens == 50
+    assembled.store.close()

@@ -46,9 +46,9 @@ def test_parameters_and_trainable_parameters_are_exact(
     estimate = estimate_cycle(models[architecture], settings(lora))
     policy = TrainablePolicy.create(model, lora)
     loaded = sum(p.numel() * p.element_size() for p in policy.module.parameters() if not p.requires_grad)
-    assert estimate.weights == loaded * estimate.weight_copies  # float32, tied embeddings once
+    assert estimate.weights == loaded and estimate.weight_copies == 1  # float32, tied embeddings once
     assert estimate.trainable == sum(p.numel() for p in policy.trainable_parameters())
-    assert estimate.adapter_and_optimizer == 16 * estimate.trainable
+    assert estimate.adapter_and_optimizer == 20 * estimate.trainable  # and the version in service's
 
 
 def test_activations_within_2x_of_what_backward_keeps_and_kv_cache_exact(models: dict[str, Path]) -> None:
@@ -88,11 +88,12 @@ def test_half_precision_halves_the_weights(models: dict[str, Path]) -> None:
 
 def test_a_cycle_that_cannot_fit_is_refused_with_its_numbers(models: dict[str, Path]) -> None:
     estimate = estimate_cycle(models["qwen3"], settings())
-    assert "peak" in estimate.line() and "0.65M parameters x 2 copies" in estimate.line()
+    assert "peak" in estimate.line() and "0.65M parameters x 1 copy" in estimate.line()
     refusal = estimate.refusal(estimate.peak // 2)
     assert refusal is not None
     assert f"needs about {estimate.peak / (1 << 20):.1f} MiB on cpu" in refusal
     assert f"{estimate.peak // 2 / (1 << 20):.1f} MiB is free" in refusal and "max_prompt_tokens" in refusal
+    assert "gradient_checkpointing = true" in refusal
     assert estimate.refusal(estimate.peak * 2) is None
     assert estimate.refusal(None) is None  # free memory unknown: no refusal on a guess
     free = free_memory(torch.device("cpu"))

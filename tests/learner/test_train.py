@@ -153,8 +153,9 @@ def test_updates_per_batch_are_that_many_updates_in_one_step(local: LocalModel) 
     metrics = together.step(batch)
 
     assert (metrics.step, one_at_a_time.step_count) == (1, 3)  # one step, however many updates
+    # Two adapters on the one LocalModel's weights (learner/policy.py), trained apart.
     for (name, mine), theirs in zip(
-        together.policy.module.named_parameters(), one_at_a_time.policy.module.parameters(), strict=True
+        together.policy.named_trainable().items(), one_at_a_time.policy.trainable_parameters(), strict=True
     ):
         assert torch.allclose(mine, theirs, atol=1e-6), name
     # The loss and entropy are the first update's (the sampling policy); the KL and the clip are
@@ -190,7 +191,7 @@ def test_at_a_temperature_the_old_policy_is_the_tempered_policy_not_the_captured
     metrics = [trainer.step(batch) for trainer, batch in zip(trainers, (hot, scrambled), strict=True)]
 
     for mine, theirs in zip(
-        trainers[0].policy.module.parameters(), trainers[1].policy.module.parameters(), strict=True
+        trainers[0].policy.trainable_parameters(), trainers[1].policy.trainable_parameters(), strict=True
     ):
         assert torch.equal(mine, theirs)
     assert metrics[0] == replace(metrics[1], seconds=metrics[0].seconds)
@@ -204,7 +205,9 @@ def test_at_a_temperature_the_old_policy_is_the_tempered_policy_not_the_captured
     raw[0].step(hot), raw[1].step(scrambled)
     assert not all(
         torch.equal(a, b)
-        for a, b in zip(raw[0].policy.module.parameters(), raw[1].policy.module.parameters(), strict=True)
+        for a, b in zip(
+            raw[0].policy.trainable_parameters(), raw[1].policy.trainable_parameters(), strict=True
+        )
     )
     with pytest.raises(ValueError, match="temperature"):
         TrainSettings(temperature=0.0)
