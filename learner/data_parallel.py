@@ -113,6 +113,17 @@ class DataParallel:
         dist.all_reduce(values, op=dist.ReduceOp.SUM)
         return dataclasses.replace(totals, **dict(zip(names, values.tolist())))  # type: ignore[type-var]
 
+    def gather(self, values: torch.Tensor) -> torch.Tensor:
+        """Every rank's 1-D `values` (of any length) concatenated in rank order, on every rank:
+        figures that are not sums (the mismatch's percentiles) need every token's value."""
+        if self.world_size == 1:
+            return values
+        import torch.distributed as dist
+
+        parts: list[Any] = [None] * self.world_size
+        dist.all_gather_object(parts, values.cpu())
+        return torch.cat(parts)
+
     def close(self) -> None:
         """Leave the process group (every rank, at the end of training)."""
         if self.world_size > 1:

@@ -32,6 +32,7 @@ rounding: the weights are 1 and the loss is the uncorrected one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -78,6 +79,13 @@ class MismatchMeter:
     def add(self, trainer_old: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor) -> None:
         """`trainer_old`, `sampler`, `mask`: (B, T); only tokens where `mask` is 1 count."""
         self._logs.append(log_ratio(trainer_old, sampler)[mask.bool()].cpu())
+
+    def gathered(self, gather: Callable[[torch.Tensor], torch.Tensor]) -> MismatchMeter:
+        """A meter holding every rank's tokens (`gather`: DataParallel.gather), so the figures
+        of a data-parallel step are the whole batch's, not one shard's."""
+        whole = MismatchMeter()
+        whole._logs = [gather(torch.cat(self._logs) if self._logs else torch.zeros(0))]
+        return whole
 
     def result(self, cap: float | None) -> Mismatch | None:
         """The step's figures; None when no trained token was measured."""

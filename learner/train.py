@@ -254,7 +254,9 @@ class GRPOTrainer:
             grad_norm=grad_norm,
             seconds=time.perf_counter() - started,
             secret_episodes=stats.secret_episodes,
-            mismatch=meter.result(self.settings.tis_cap),
+            mismatch=(meter if self.parallel is None else meter.gathered(self.parallel.gather)).result(
+                self.settings.tis_cap
+            ),
         )
 
     def _accumulate(

@@ -73,6 +73,13 @@ def grad_norms(output: str) -> list[float]:
     return [float(value) for value in re.findall(r"grad_norm\s+([0-9.]+)", output)]
 
 
+def mismatches(output: str) -> list[float]:
+    """Each step's mismatch ratio mean and median (the median needs every rank's tokens). The
+    second step trains on rows the first step's weights did not sample: its ratios are not 1."""
+    found = re.findall(r"mismatch kl \S+ ratio ([0-9.]+) \[p5 [0-9.]+ p50 ([0-9.]+)", output)
+    return [float(value) for pair in found for value in pair]
+
+
 @pytest.mark.slow  # ~20 s: three Python processes importing torch, peft and accelerate
 def test_two_processes_train_the_adapter_one_process_trains(tmp_path: Path) -> None:
     torch.set_num_threads(1)
@@ -91,6 +98,9 @@ def test_two_processes_train_the_adapter_one_process_trains(tmp_path: Path) -> N
     assert "over 1 ranks" in one
     # The gradients: the printed norms, and Adam's first moment after two steps (0.1 g2 + 0.09 g1).
     assert grad_norms(two) == pytest.approx(grad_norms(one), rel=1e-5) and len(grad_norms(one)) == 2
+    # The sampler/trainer mismatch is the whole batch's, gathered from both ranks, not one shard's.
+    assert mismatches(two) == pytest.approx(mismatches(one), rel=1e-5) and len(mismatches(one)) == 4
+    assert mismatches(one)[2:] != [1.0, 1.0]
     moments = [
         torch.load(tmp_path / side / "checkpoints" / "step-000002" / "optimizer.pt")["state"]
         for side in ("one", "two")
