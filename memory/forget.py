@@ -121,6 +121,9 @@ def _delete(db: apsw.Connection, user_id: int) -> ForgetReport:
             platform, platform_user_id)  # fmt: skip
         run("access_grants", "delete from access_grants where platform = ? and platform_user_id = ?",
             platform, platform_user_id)  # fmt: skip
+        # Link requests they sent (those to join them go with the user, by cascade).
+        run("link_requests", "delete from link_requests where platform = ? and platform_user_id = ?",
+            platform, platform_user_id)  # fmt: skip
     for key in session_keys:
         run("inbox", "delete from inbox where lane = ?", key)
     run(

@@ -13,6 +13,9 @@ two share facts, recall and profile, because they are one user. Its past comes a
                                  its sessions, their messages and episodes, and its facts
     issue_code / redeem          the in-chat flow: /link on one platform gives a one-time code,
                                  sending it from the other identity links that identity
+    request / approve / deny     the same with the operator's approval ([users] link_approval):
+                                 the code becomes a request (memory/link_requests.py) that
+                                 `approve` turns into the same `link`, or `deny` closes
 
 Which rows came from an identity is known through sessions: each session records the identity
 it belongs to (`sessions.platform_user_id`, set when it is created; migration m011 filled it in
@@ -25,7 +28,8 @@ Invariants:
 - Every move is one transaction: a failure leaves every row where it was.
 - A link code is 8 characters (40 bits, memory/access.py's alphabet), single use, valid for
   `ttl_s`; issuing one revokes the identity's earlier live codes; after FAILURE_LIMIT failed
-  redemptions within FAILURE_WINDOW_S, redeeming is refused until the window passes.
+  redemptions within FAILURE_WINDOW_S, redeeming is refused until the window passes. A code
+  used for a request is used: it links nothing until the operator approves, and never twice.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from . import link_requests
 from .access import ALPHABET, CODE_LENGTH, FAILURE_LIMIT, FAILURE_WINDOW_S, normalize
 from .errors import MemoryStoreError, UnknownRecordError
+from .link_requests import LinkRequest
 from .writer import Writer
 
 CODES_PER_DAY = 10
@@ -60,6 +66,13 @@ class LinkCode:
     @property
     def display(self) -> str:
         return f"{self.code[:4]}-{self.code[4:]}"
+
+
+@dataclass(frozen=True)
+class _TakenCode:
+    code: str
+    user_id: int
+    lifetime_s: float  # how long the code was valid for when issued
 
 
 @dataclass
@@ -140,39 +153,58 @@ class Linking:
         """Link the identity that sends `code` to the user the code was issued for. LinkError
         (after counting the failed try) for an unknown, used or expired code."""
         with self._writer.writing() as db:
-            outcome = self._redeem(db, code, platform, platform_user_id, time.time())
-        if isinstance(outcome, str):
-            raise LinkError(outcome)
-        return outcome
+            taken = _take_code(db, code, platform, platform_user_id, time.time())
+            if not isinstance(taken, str):
+                return self.link(taken.user_id, platform, platform_user_id)
+        raise LinkError(taken)  # after the commit: the failed try stays counted
 
-    def _redeem(
-        self, db: apsw.Connection, code: str, platform: str, platform_user_id: str, now: float
-    ) -> MoveReport | str:
-        recent = db.execute("select count(*) from link_failures where at > ?", (now - FAILURE_WINDOW_S,))
-        if recent.fetchone()[0] >= FAILURE_LIMIT:
-            return f"too many wrong link codes lately; wait {FAILURE_WINDOW_S / 60:.0f} minutes"
-        row = db.execute(
-            "select user_id, platform, platform_user_id, expires_at, used_at from link_codes where code = ?",
-            (normalize(code),),
-        ).fetchone()
-        if row is None or row[4] is not None or row[3] <= now:
-            db.execute("insert into link_failures(at) values (?)", (now,))
-            return (
-                "that link code is unknown, used or expired: send /link on your other account for a new one"
-            )
-        user_id, issuer_platform, issuer_id = row[0], row[1], row[2]
-        if (issuer_platform, issuer_id) == (platform, platform_user_id):
-            return "send this code from your other account, not from the one that asked for it"
-        db.execute("update link_codes set used_at = ? where code = ?", (now, normalize(code)))
-        return self.link(user_id, platform, platform_user_id)
+    def request(
+        self, code: str, platform: str, platform_user_id: str, display_name: str | None = None
+    ) -> LinkRequest:
+        """Like `redeem`, but the link waits for the operator: the code is used up and a pending
+        request recorded, valid as long as the code was. LinkError as for `redeem`."""
+        now = time.time()
+        with self._writer.writing() as db:
+            taken = _take_code(db, code, platform, platform_user_id, now)
+            if not isinstance(taken, str):
+                asker = (platform, platform_user_id, display_name)
+                return link_requests.record(db, taken.code, taken.user_id, *asker, now, taken.lifetime_s)
+        raise LinkError(taken)
+
+    def approve(self, request_id: int) -> tuple[LinkRequest, MoveReport]:
+        """Link the request's identity to its user, exactly as `redeem` would have. LinkError
+        when the request is unknown, already decided or expired."""
+        now = time.time()
+        with self._writer.writing() as db:
+            request = _open_request(db, request_id, now)
+            link_requests.decide(db, request_id, "approved", now)
+            report = self.link(request.user_id, request.platform, request.platform_user_id)
+        return request, report
+
+    def deny(self, request_id: int) -> LinkRequest:
+        """Close the request without linking. LinkError when it is unknown, decided or expired."""
+        now = time.time()
+        with self._writer.writing() as db:
+            request = _open_request(db, request_id, now)
+            link_requests.decide(db, request_id, "denied", now)
+        return request
+
+    def requests(self, *, include_closed: bool = False) -> list[LinkRequest]:
+        """Requests waiting for the operator, oldest first (`include_closed`: all of them)."""
+        return link_requests.listed(self._db, time.time(), include_closed=include_closed)
+
+    def latest_request(self, platform: str, platform_user_id: str) -> LinkRequest | None:
+        """The newest request this identity made, in whatever state."""
+        return link_requests.latest_from(self._db, platform, platform_user_id)
 
     def prune(self, older_than_s: float) -> int:
-        """Forget link codes and failed tries older than `older_than_s`; how many codes."""
+        """Forget link codes, failed tries and link requests older than `older_than_s`; how many codes."""
         with self._writer.writing() as db:
             before = time.time() - older_than_s
             db.execute("delete from link_codes where created_at < ?", (before,))
             removed = db.changes()
             db.execute("delete from link_failures where at < ?", (before,))
+            db.execute("delete from link_requests where created_at < ?", (before,))
         return removed
 
     # --- moving identities ---------------------------------------------------------------------
@@ -239,6 +271,8 @@ class Linking:
             db.execute(f"update {table} set user_id = ? where user_id = ?", (to, old))
             report.count(table, db.changes())
         _move_vectors(db, moved_messages, to)
+        # requests waiting to join `old` now join `to` (deleting `old` would cascade them away)
+        db.execute("update link_requests set user_id = ? where user_id = ?", (to, old))
         db.execute("delete from users where id = ?", (old,))
         report.removed_user = old
 
@@ -278,6 +312,44 @@ class Linking:
             "delete from link_codes where platform = ? and platform_user_id = ?", (platform, platform_user_id)
         )
         _move_vectors(db, messages, to)
+
+
+def _take_code(
+    db: apsw.Connection, code: str, platform: str, platform_user_id: str, now: float
+) -> _TakenCode | str:
+    """Use up a valid code sent by the identity; what is wrong with it (the try counted) if not."""
+    recent = db.execute("select count(*) from link_failures where at > ?", (now - FAILURE_WINDOW_S,))
+    if recent.fetchone()[0] >= FAILURE_LIMIT:
+        return f"too many wrong link codes lately; wait {FAILURE_WINDOW_S / 60:.0f} minutes"
+    row = db.execute(
+        "select user_id, platform, platform_user_id, created_at, expires_at, used_at from link_codes"
+        " where code = ?",
+        (normalize(code),),
+    ).fetchone()
+    if row is None or row[5] is not None or row[4] <= now:
+        db.execute("insert into link_failures(at) values (?)", (now,))
+        return "that link code is unknown, used or expired: send /link on your other account for a new one"
+    user_id, issuer_platform, issuer_id, created_at, expires_at = row[:5]
+    if (issuer_platform, issuer_id) == (platform, platform_user_id):
+        return "send this code from your other account, not from the one that asked for it"
+    db.execute("update link_codes set used_at = ? where code = ?", (now, normalize(code)))
+    return _TakenCode(normalize(code), user_id, expires_at - created_at)
+
+
+def _open_request(db: apsw.Connection, request_id: int, now: float) -> LinkRequest:
+    """The request, still waiting for a decision; LinkError saying why it cannot be decided."""
+    request = link_requests.get(db, request_id)
+    if request is None:
+        raise LinkError(f"no link request #{request_id}; `temper users requests` lists the pending ones")
+    state = request.state(now)
+    if state == "expired":
+        raise LinkError(
+            f"link request #{request_id} expired; {request.identity} can send /link on the other"
+            " account for a new code"
+        )
+    if state != "pending":
+        raise LinkError(f"link request #{request_id} was already {state}")
+    return request
 
 
 def _split_facts(db: apsw.Connection, old: int, to: int, messages: Collection[int]) -> int:

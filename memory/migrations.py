@@ -491,6 +491,30 @@ def m010_skills(db: apsw.Connection) -> None:
     )
 
 
+def m012_link_requests(db: apsw.Connection) -> None:
+    # Operator approval of in-chat links ([users] link_approval = "operator"; memory/linking.py,
+    # memory/link_requests.py): a redeemed /link code becomes a request for `temper users
+    # approve|deny`. One per code; it lives as long as its code did, counted from the redeem.
+    db.execute(
+        """
+        create table link_requests (
+            id integer primary key,
+            code text not null unique,
+            user_id integer not null references users(id) on delete cascade,
+            platform text not null,
+            platform_user_id text not null,
+            display_name text,
+            created_at real not null,
+            expires_at real not null,
+            decision text check (decision in ('approved', 'denied')),
+            decided_at real
+        );
+        create index link_requests_identity on link_requests(platform, platform_user_id);
+        create index link_requests_open on link_requests(expires_at) where decision is null;
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core_tables,
     m002_message_search,
@@ -503,6 +527,7 @@ MIGRATIONS: list[Migration] = [
     m009_executor_routing,
     m010_skills,
     m011_user_model,
+    m012_link_requests,
 ]
 
 

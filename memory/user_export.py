@@ -91,6 +91,12 @@ _QUERIES: tuple[tuple[str, str], ...] = (
         "link_code",
         "select platform, platform_user_id, created_at, expires_at, used_at from link_codes where user_id = :user",
     ),
+    (
+        "link_request",  # requests to join this user, and those their identities sent
+        "select r.platform, r.platform_user_id, r.display_name, r.created_at, r.expires_at, r.decision,"
+        " r.decided_at from link_requests r where r.user_id = :user or exists (select 1 from identities d"
+        " where d.user_id = :user and d.platform = r.platform and d.platform_user_id = r.platform_user_id)",
+    ),
 )
 
 

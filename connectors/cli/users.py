@@ -6,6 +6,8 @@
   temper users forget USER [--yes]           delete all of it, down to the database file's bytes
   temper users link USER OTHER               OTHER (an identity or a user) joins USER
   temper users unlink IDENTITY               split an identity off into a user of its own
+  temper users requests [--all] [--json]     in-chat links waiting for approval ([users] link_approval)
+  temper users approve ID / deny ID          link the request's account as /link would have, or not
 
 USER is an identity (`telegram:12345`, `slack:U0AB`, `cli:ana`), a handle, or `#<user id>`.
 """
@@ -17,7 +19,7 @@ import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -25,7 +27,7 @@ from connectors.cli.context import get_config
 from connectors.cli.memory import open_store
 
 if TYPE_CHECKING:
-    from memory import MemoryStore, MoveReport, UserSummary
+    from memory import LinkError, MemoryStore, MoveReport, UserSummary
 
 app = typer.Typer(help="The people temper knows: show, export, link and forget them.", no_args_is_help=True)
 
@@ -256,3 +258,77 @@ def unlink(
 def _moved(report: MoveReport) -> str:
     moved = ", ".join(f"{count} {table}" for table, count in sorted(report.moved.items()))
     return f"moved {moved}" if moved else "nothing to move"
+
+
+@app.command()
+def requests(
+    ctx: typer.Context,
+    include_closed: Annotated[
+        bool, typer.Option("--all", help="Also approved, denied and expired requests.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False,
+) -> None:
+    """In-chat link requests waiting for your approval (with [users] link_approval = "operator")."""
+    with open_store(ctx) as store:
+        found = store.links.requests(include_closed=include_closed)
+    if as_json:
+        records = [
+            {
+                "id": request.id,
+                "identity": request.identity,
+                "display_name": request.display_name,
+                "user_id": request.user_id,
+                "user": request.user_handle,
+                "created_at": request.created_at,
+                "expires_at": request.expires_at,
+                "state": request.state(),
+            }
+            for request in found
+        ]
+        typer.echo(json.dumps(records, ensure_ascii=False, indent=2))
+        return
+    if not found:
+        typer.echo("no link requests waiting" if not include_closed else "no link requests")
+        return
+    for request in found:
+        name = f" ({request.display_name})" if request.display_name else ""
+        typer.echo(
+            f"#{request.id}  {request.identity}{name} asks to join {request.user_handle} (#{request.user_id}),"
+            f" asked {_day(request.created_at)}, {request.state()} (open until {_day(request.expires_at)})"
+        )
+    if any(request.state() == "pending" for request in found):
+        typer.echo("decide with `temper users approve ID` or `temper users deny ID`")
+
+
+RequestArg = Annotated[int, typer.Argument(help="The request's number, from `temper users requests`.")]
+
+
+@app.command()
+def approve(ctx: typer.Context, request_id: RequestArg) -> None:
+    """Link the account of request ID to its user, as an immediate /link would have."""
+    from memory import LinkError
+
+    with open_store(ctx) as store:
+        try:
+            request, report = store.links.approve(request_id)
+        except LinkError as error:
+            _refuse(error)
+    typer.echo(f"approved #{request.id}: {request.identity} joined {request.user_handle}: {_moved(report)}")
+
+
+@app.command()
+def deny(ctx: typer.Context, request_id: RequestArg) -> None:
+    """Refuse request ID: nothing is linked."""
+    from memory import LinkError
+
+    with open_store(ctx) as store:
+        try:
+            request = store.links.deny(request_id)
+        except LinkError as error:
+            _refuse(error)
+    typer.echo(f"denied #{request.id}: {request.identity} stays apart from {request.user_handle}")
+
+
+def _refuse(error: LinkError) -> NoReturn:
+    typer.echo(f"temper: {error}", err=True)
+    raise typer.Exit(2) from None

@@ -281,6 +281,7 @@ class UsersConfig(Section):
     link_code_ttl_s: float = Field(
         600.0, ge=60, le=86400, description="a number of seconds from 60 to 86400 (a day)"
     )
+    link_approval: Literal["none", "operator"] = Field("none", description="one of 'none', 'operator'")
 
 
 class SkillsConfig(Section):

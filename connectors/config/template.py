@@ -219,6 +219,9 @@ session_idle_end_s = 1800.0
 profile_tokens = 300
 # How long a code from `/link` stays valid: send it from your other account to join the two.
 link_code_ttl_s = 600.0
+# "operator": a sent code only asks to link; you decide with `temper users requests`, then
+# `temper users approve ID` or `deny ID` (within link_code_ttl_s). "none": it links at once.
+link_approval = "none"
 
 [skills]
 # The skill library: SKILL.md folders under data_dir/skills (`temper skills list`).

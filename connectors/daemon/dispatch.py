@@ -10,7 +10,8 @@ A message, from the inbox to done:
 
     a stranger?        -> the one pairing reply (memory/access.py), or dropped
     /good or /bad      -> feedback on the session's latest episode, a one-line reply
-    /link [CODE]       -> a one-time code to link another account, or linking this one (linking.py)
+    /link [CODE]       -> a one-time code to link another account, or linking this one (linking.py;
+                          with operator approval, a request `temper users approve` decides)
     anything else      -> Agent.turn, typing shown once it runs a while, approvals asked with buttons;
                           Replied (or TurnFailed: an apology) becomes the reply
     the reply          -> recorded (the intent) -> sent -> its platform ids recorded and the
@@ -48,7 +49,7 @@ from connectors.channel import ButtonPress, Channel, ChannelError, Delivered, Kn
 from connectors.daemon.access import Access
 from connectors.daemon.approvals import Approvals
 from connectors.daemon.inbox import decode
-from connectors.daemon.linking import is_link_command, link_reply
+from connectors.daemon.linking import LinkApproval, is_link_command, link_reply
 from connectors.daemon.supervisor import ChannelSupervisor
 from memory import InboxItem, MemoryStore, Reply
 from runtime import Agent, ApprovalRequested, Inbound, Replied, TurnFailed
@@ -74,6 +75,7 @@ class DispatchSettings:
     retry_max_s: float = 300.0
     max_inline_retry_s: float = 30.0  # a longer Retry-After defers the item instead of waiting in place
     link_code_ttl_s: float = 600.0  # how long a /link code stays valid ([users] link_code_ttl_s)
+    link_approval: LinkApproval = "none"  # "operator": a sent code waits for `temper users approve`
     poll_s: float = 1.0
 
 
@@ -206,7 +208,8 @@ class Dispatcher:
         elif (good := FEEDBACK.get(delivered.text.strip().split("@")[0].lower())) is not None:
             await self._reply(item, supervisor, delivered, self._feedback(delivered, good), None)
         elif is_link_command(delivered.text):
-            text = link_reply(self.store, delivered, self.settings.link_code_ttl_s)
+            settings = self.settings
+            text = link_reply(self.store, delivered, settings.link_code_ttl_s, settings.link_approval)
             await self._reply(item, supervisor, delivered, text, None)
         else:
             await self._turn(item, supervisor, delivered)

@@ -93,6 +93,7 @@ class DaemonSettings:
                 concurrency=daemon.concurrency if concurrency is None else concurrency,
                 approval_timeout_s=daemon.approval_timeout_s,
                 link_code_ttl_s=config.users.link_code_ttl_s,
+                link_approval=config.users.link_approval,
             ),
             pairing=PairingPolicy(ttl_s=daemon.pairing_code_ttl_s),
             schedule=ScheduleSettings(
