@@ -20,10 +20,10 @@ and hangs when ranks run different numbers of backward passes (a batch of three 
 ranks); here a rank with fewer packs, or none, joins the one all-reduce per update with what it
 has. What goes over the wire is the trainable gradient only: for a LoRA adapter a few MB.
 
-FSDP, for base weights that do not fit one GPU, shards the weights themselves, so every forward
-gathers the other ranks' shards and every rank must run the same number of forwards; that needs
-the model wrapped by `accelerator.prepare` and equal micro-batch counts, and is not wired here
-(docs/learner.md, "Scaling out", says what to run instead).
+With `fsdp` set (base weights that do not fit one GPU), the trainer also shards the base
+model's decoder layers across the ranks (learner/fsdp.py: FSDP2); the adapter stays whole on
+every rank and trains by the arithmetic above, and every rank runs the same number of
+micro-batches (an idle, zero-weight one where the shard is short), as FSDP's collectives need.
 """
 
 from __future__ import annotations
@@ -45,15 +45,16 @@ class DataParallel:
     rank: int
     world_size: int
     device: torch.device
+    fsdp: bool = False  # the base model's decoder layers sharded across the ranks (learner/fsdp.py)
 
     @classmethod
-    def from_accelerate(cls, *, cpu: bool = False) -> DataParallel:
+    def from_accelerate(cls, *, cpu: bool = False, fsdp: bool = False) -> DataParallel:
         """The ranks `accelerate launch` (or torchrun) started, their process group set up by
         accelerate (gloo on CPU, nccl on GPUs); in a plain process, one rank of one."""
         from accelerate import PartialState
 
         state = PartialState(cpu=cpu)
-        return cls(state.process_index, state.num_processes, state.device)
+        return cls(state.process_index, state.num_processes, state.device, fsdp=fsdp)
 
     @property
     def is_main(self) -> bool:

@@ -56,6 +56,7 @@ import torch
 
 from learner.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from learner.data_parallel import DataParallel
+from learner.fsdp import even_micro_batches, shard_base_weights
 from learner.logprobs import token_logprobs
 from learner.loss import policy_loss
 from learner.micro_batch import MicroBatch, collate
@@ -206,6 +207,8 @@ class GRPOTrainer:
             self.step_count = load_checkpoint(latest, self.policy, self.optimizer)
         if parallel is not None:  # every rank starts from rank 0's weights, as DDP does
             parallel.broadcast_parameters(self.policy.trainable_parameters())
+        if parallel is not None and parallel.fsdp and parallel.world_size > 1:  # learner/fsdp.py
+            shard_base_weights(self.policy.module, parallel.device, parallel.world_size)
 
     def step(self, batch: RowBatch) -> StepMetrics:
         """`updates_per_batch` optimizer updates on `batch`, then a checkpoint when one is due; an
@@ -217,6 +220,10 @@ class GRPOTrainer:
         if batch.rows:
             packs = batch.packs if self.parallel is None else self.parallel.shard(batch.packs)
             micro_batches = [collate(pack, batch.denominator, self.policy.device) for pack in packs]
+            if self.parallel is not None and self.parallel.fsdp:  # the same forwards on every rank
+                most = -(-len(batch.packs) // self.parallel.world_size)
+                filler = collate(batch.packs[0], batch.denominator, self.policy.device)
+                micro_batches = even_micro_batches(micro_batches, most, filler)
             # The old policy per micro-batch: captured, or None until the first update computes it.
             captured = self.settings.temperature == 1.0 and self.settings.tis_cap is None
             olds = [micro.old_logprobs if captured else None for micro in micro_batches]

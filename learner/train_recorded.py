@@ -4,6 +4,7 @@ processes `accelerate launch` starts: the entry point for training on more GPUs 
     accelerate launch --multi_gpu --num_processes 4 -m learner.train_recorded \\
         --model MODEL_DIR --memory DATA_DIR/memory.db --output ADAPTER_DIR [--since UNIX_TIME]
     accelerate launch --multi_gpu --num_processes 2 -m learner.train_recorded --cpu ...  # CPU (gloo)
+    accelerate launch --multi_gpu --num_processes 4 -m learner.train_recorded --fsdp ...  # FSDP
     python -m learner.train_recorded ...                                                  # one process
 
 (`--multi_gpu` picks accelerate's torchrun launcher, which starts the processes; with `--cpu`
@@ -16,6 +17,8 @@ a single process trains on the same rows, up to the order of float additions. Ra
 each step's metrics line and writes the adapter (PEFT format) and, with --checkpoints, the
 checkpoints (a run started again in the same directory resumes). Each rank loads the model on
 its own device: accelerate's (cuda:<local rank> on GPUs) unless --device says otherwise.
+With --fsdp, the base model's decoder layers are sharded across the ranks (learner/fsdp.py) and
+each rank prints how much of the base weights it holds.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16, float16 or auto")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per CPU rank")
     parser.add_argument("--cpu", action="store_true", help="CPU ranks even where GPUs are seen")
+    parser.add_argument("--fsdp", action="store_true", help="shard the base weights across the ranks (FSDP)")
     return parser.parse_args(argv)
 
 
@@ -62,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memory import MemoryStore
     from runtime.executor import LocalModel
 
-    parallel = DataParallel.from_accelerate(cpu=args.cpu)
+    parallel = DataParallel.from_accelerate(cpu=args.cpu, fsdp=args.fsdp)
     batch: RowBatch | None = None
     if parallel.is_main:
         store = MemoryStore.open(args.memory)
@@ -92,6 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     trainer = GRPOTrainer(
         model, settings, args.checkpoints, start_adapter=args.start_adapter, parallel=parallel
     )
+    if args.fsdp:
+        from learner.fsdp import base_numel
+
+        here, whole = base_numel(trainer.policy.module)
+        print(f"rank {parallel.rank} holds {here} of {whole} base weights", flush=True)
     for _ in range(trainer.step_count, args.steps):
         metrics = trainer.step(batch)
         if parallel.is_main:
