@@ -62,6 +62,7 @@ _DATES = [
         r"(?<![\d:/.-])" + _YEAR + r"(?![\d:/.-])",  # in 2023 (a lead word needed: see _window)
     )
 ]
+_DIGIT = re.compile(r"\d")
 _QUESTION_START = re.compile(
     r"^\W*(what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|has|have|had"
     r"|can|could|would|will|should|shall)\b",
@@ -84,6 +85,8 @@ class Question:
 
 def read_question(text: str) -> Question:
     is_question = text.rstrip().endswith("?") or bool(_QUESTION_START.match(text))
+    if not _DIGIT.search(text):  # every date form has a year
+        return Question(text, is_question)
     for pattern in _DATES:
         for match in pattern.finditer(text):
             window = _window(match)

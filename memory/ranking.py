@@ -35,18 +35,21 @@ def temper_rank_in(api: apsw.FTS5ExtensionApi, documents: float, *dfs: float) ->
 
 
 def _bm25(api: apsw.FTS5ExtensionApi, documents: float, dfs: tuple[float, ...]) -> float:
-    average_length = api.aux_data
-    if average_length is None:  # once per query: FTS5 keeps these totals in one record
-        average_length = api.column_total_size(0) / max(1, api.row_count)
-        api.aux_data = average_length
-    length_norm = K1 * (1 - B + B * api.column_size(0) / max(average_length, 1e-9))
+    constants = api.aux_data
+    if constants is None:  # once per query (the dfs are bound): FTS5 keeps the totals in one record
+        average_length = max(api.column_total_size(0) / max(1, api.row_count), 1e-9)
+        idfs = tuple(
+            (phrase, max(1e-6, math.log((documents - df + 0.5) / (df + 0.5))))
+            for phrase, df in enumerate(dfs)
+            if df >= 0
+        )
+        constants = api.aux_data = (average_length, idfs)
+    average_length, idfs = constants
+    length_norm = K1 * (1 - B + B * api.column_size(0) / average_length)
     score = 0.0
-    for phrase, df in enumerate(dfs):
-        if df < 0:
-            continue
+    for phrase, idf in idfs:
         frequency = len(api.phrase_locations(phrase)[0])
         if frequency:
-            idf = max(1e-6, math.log((documents - df + 0.5) / (df + 0.5)))
             score += idf * frequency * (K1 + 1) / (frequency + length_norm)
     return score
 

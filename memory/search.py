@@ -1,6 +1,7 @@
 """Finding the messages that answer a question, fast at a million messages.
 
-How a query runs (each stage only if the ones before found fewer than `limit` hits):
+How a query runs (each stage only if the ones before found fewer than `limit` hits; keywords,
+unlike questions, stop before the OR stages once stage 0 or 1 found anything):
 
   0. AND of all terms in the word index (porter stems: "moved" finds "move"), and AND of
      the unspaced-script fragments (CJK...) in the trigram index.
@@ -43,6 +44,7 @@ from .query_rewrite import TimeWindow, read_question
 from .recall_context import with_context
 from .recall_rank import POOL, question_scores
 from .records import SearchHit
+from .snippets import SNIPPET_TOKENS, Snippets, cut_snippet
 
 NO_SUCH_ID = -1  # a filter naming an unknown user or session: matches nothing
 WINDOW = 250  # newest matches ranked per stage
@@ -58,7 +60,6 @@ MAX_LIMIT = 200
 RECENCY_WEIGHT = 0.25
 HALF_LIFE_DAYS = 30.0
 STAGED_PRIOR = 0.3  # a question's rerank: weight of the staged order (see _question_scores)
-SNIPPET_TOKENS = 16
 
 
 @dataclass(frozen=True)
@@ -153,10 +154,12 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
     pool = max(limit, POOL) if question.is_question else limit
     ranked: list[_Ranked] = []
     if question.window is not None:  # the hits from around the date the question names first
-        ranked = _ranked(db, parsed, scope.within(question.window), pool)
+        ranked = _ranked(db, parsed, scope.within(question.window), pool, question.is_question)
     in_window = [item.row[0] for item in ranked]
     seen = set(in_window)
-    rest = [item for item in _ranked(db, parsed, scope, pool) if item.row[0] not in seen]
+    rest = [
+        item for item in _ranked(db, parsed, scope, pool, question.is_question) if item.row[0] not in seen
+    ]
     ranked += rest
     if question.is_question:  # the first `pool` of each ranking, reranked for the question
         candidates = in_window[:pool] + [item.row[0] for item in rest[:pool]]
@@ -192,14 +195,16 @@ def _question_scores(
     return {m: s / top + STAGED_PRIOR / (staged[m] + 1) for m, s in blended.items()}
 
 
-def _ranked(db: apsw.Connection, parsed: ParsedQuery, scope: Scope, size: int) -> list["_Ranked"]:
-    """The staged search's candidates in `scope`, best first."""
+def _ranked(
+    db: apsw.Connection, parsed: ParsedQuery, scope: Scope, size: int, or_fill: bool
+) -> list["_Ranked"]:
+    """The staged search's candidates in `scope`, best first; `or_fill`: see _run_stages."""
     found = _Found(size)
     words = _Terms(db, "messages_fts", parsed.terms, scope)
     trigrams = _Terms(db, "messages_trigram", _trigram_terms(parsed), scope)
     for floor in words.floors():
         words.floor = floor
-        _run_stages(db, found, parsed, [words, trigrams], scope)
+        _run_stages(db, found, parsed, [words, trigrams], scope, or_fill)
         if found.full:
             break
     return _rank(db, found, parsed)
@@ -216,8 +221,17 @@ def has_messages_outside(db: apsw.Connection, user_id: int, ids: Collection[int]
 
 
 def _run_stages(
-    db: apsw.Connection, found: _Found, parsed: ParsedQuery, indexes: list["_Terms"], scope: Scope
+    db: apsw.Connection,
+    found: _Found,
+    parsed: ParsedQuery,
+    indexes: list["_Terms"],
+    scope: Scope,
+    or_fill: bool,
 ) -> None:
+    """Adds the stages' matches to `found`. Without `or_fill` (keywords), the OR stages run
+    only when no message holds all the terms, or all but the commonest: messages that share
+    one keyword are noise below those, and ranking their window was most of a search's cost.
+    A question fills its pool with them (recall_rank.py reranks them)."""
     for terms in indexes:
         if terms.all:
             found.add(0, terms.table, terms.match(terms.all, "and"))
@@ -232,6 +246,8 @@ def _run_stages(
     unknown = [t for t in parsed.identifiers if indexes[0].df.get(Term(t.lower(), "word"), 1) == 0]
     if not found.full and unknown:
         found.add(OR_STAGE, "scan", _scan(db, unknown, scope))
+    if not or_fill and any(stage <= 1 for stage, _, _ in found.by_id.values()):
+        return
     for terms in indexes:
         if not found.full and len(terms.all) > 1:
             if terms.rare:
@@ -259,7 +275,7 @@ class _Terms:
         self.table = table
         self.scope = scope
         self.all = terms
-        self.df = {term: self._probe(term) for term in terms}
+        self.df = self._probe(terms)
         self.rare = [term for term in terms if self.df[term] < RARE_DF]
         self.by_rarity = sorted(terms, key=self.df.__getitem__)
         self.floor: int | None = None
@@ -291,11 +307,16 @@ class _Terms:
             return in_content(body, self.scope.tokens() if with_scope else [])
         return body  # the trigram index has no scope column: filtered by the join instead
 
-    def _probe(self, term: Term) -> int:
-        return self.db.execute(
-            f"select count(*) from (select rowid from {self.table} where {self.table} match ? limit ?)",
-            (self._expression(term.fts(), with_scope=False), PROBE_CAP),
-        ).fetchone()[0]
+    def _probe(self, terms: list[Term]) -> dict[Term, int]:
+        """Each term's document frequency, capped at PROBE_CAP: one statement for all."""
+        if not terms:
+            return {}
+        count = f"(select count(*) from (select rowid from {self.table} where {self.table} match ? limit ?))"
+        bindings: list[object] = []
+        for term in terms:
+            bindings += [self._expression(term.fts(), with_scope=False), PROBE_CAP]
+        row = self.db.execute("select " + ", ".join([count] * len(terms)), bindings).fetchone()
+        return dict(zip(terms, row))
 
     def match(self, terms: list[Term], join: str, window: int = WINDOW) -> list[tuple[int, float]]:
         """The newest `window` matches in scope with their BM25 relevance."""
@@ -361,6 +382,7 @@ class _Ranked:
     index: str  # the index that found it: which snippet to cut
     row: tuple  # the seven columns of a Message
     overlap: float = 0.0  # _Overlap's share of the question the message repeats
+    tokens: list[tuple[int, int, str]] | None = None  # its content's tokens, for the snippet
 
 
 def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Ranked]:
@@ -369,8 +391,10 @@ def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Rank
         return []
     rows = _rows(db, [message_id for message_id, _ in shortlist])
     now = time.time()
-    overlap = _Overlap(db, parsed.raw)
-    shares = {message_id: overlap(row[5]) for message_id, row in rows.items()}
+    snippets = Snippets(db, parsed.terms)  # each row is tokenised once, for both
+    tokens = {message_id: snippets.tokens(row[5]) for message_id, row in rows.items()}
+    overlap = _Overlap([token[2] for token in snippets.tokens(parsed.raw)])
+    shares = {message_id: overlap([token[2] for token in tokens[message_id]]) for message_id in rows}
     blended = sorted(
         (
             (stage, _blend(relevance, row[6], now) + OVERLAP_WEIGHT * shares[message_id], index, row)
@@ -379,7 +403,7 @@ def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Rank
         ),
         key=lambda item: (item[0], -item[1]),
     )
-    return [_Ranked(score, index, row, shares[row[0]]) for _, score, index, row in blended]
+    return [_Ranked(score, index, row, shares[row[0]], tokens[row[0]]) for _, score, index, row in blended]
 
 
 def _rows(db: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
@@ -402,7 +426,7 @@ def _hits(
 ) -> list[SearchHit]:
     known = {item.row[0]: item for item in ranked}
     context_rows = _rows(db, [message_id for message_id, _ in order if message_id not in known])
-    words = in_content(any_of(parsed.terms), []) if parsed.terms else None
+    snippets = Snippets(db, parsed.terms)
     trigram = any_of(_trigram_terms(parsed)) or None
     hits = []
     for message_id, score in order:
@@ -410,10 +434,22 @@ def _hits(
         row = item.row if item is not None else context_rows.get(message_id)
         if row is None:
             continue
-        index = item.index if item is not None else "context"
-        snippet = _snippet(db, index, message_id, words, trigram) or cut_snippet(row[5], parsed.raw)
-        hits.append(SearchHit(*row, score=score, snippet=snippet))  # type: ignore[misc]
+        snippet = None
+        if item is not None and item.index == "messages_fts":
+            snippet = snippets(row[5], item.tokens)
+        elif item is not None and item.index == "messages_trigram" and trigram:
+            snippet = _trigram_snippet(db, message_id, trigram)
+        hits.append(SearchHit(*row, score=score, snippet=snippet or cut_snippet(row[5], parsed.raw)))  # type: ignore[misc]
     return hits
+
+
+def _trigram_snippet(db: apsw.Connection, message_id: int, expression: str) -> str | None:
+    row = db.execute(
+        f"select snippet(messages_trigram, 0, '[', ']', '…', {SNIPPET_TOKENS}) from messages_trigram"
+        " where messages_trigram match ? and rowid = ?",
+        (expression, message_id),
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 class _Overlap:
@@ -427,50 +463,16 @@ class _Overlap:
     at the wedding" does not.
     """
 
-    def __init__(self, db: apsw.Connection, question: str) -> None:
-        self._tokenize = db.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-        words = self._tokens(question)
-        self._words = set(words)
-        self._pairs = set(zip(words, words[1:]))
+    def __init__(self, question: list[str]) -> None:
+        """`question`: the question's stems (Snippets.tokens), as the index's tokenizer cuts them."""
+        self._words = set(question)
+        self._pairs = set(zip(question, question[1:]))
 
-    def _tokens(self, text: str) -> list[str]:
-        return self._tokenize(
-            text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
-        )
-
-    def __call__(self, text: str) -> float:
+    def __call__(self, words: list[str]) -> float:
+        """The share for a text whose stems are `words`."""
         if not self._words:
             return 0.0
-        words = self._tokens(text)
         score = len(self._words.intersection(words)) / len(self._words)
         if self._pairs:
             score += len(self._pairs.intersection(zip(words, words[1:]))) / len(self._pairs)
         return score
-
-
-def _snippet(
-    db: apsw.Connection, index: str, message_id: int, words: str | None, trigram: str | None
-) -> str | None:
-    if index == "messages_fts" and words:
-        table, expression, column = "messages_fts", words, 0
-    elif index == "messages_trigram" and trigram:
-        table, expression, column = "messages_trigram", trigram, 0
-    else:
-        return None
-    row = db.execute(
-        f"select snippet({table}, {column}, '[', ']', '…', {SNIPPET_TOKENS}) from {table}"
-        f" where {table} match ? and rowid = ?",
-        (expression, message_id),
-    ).fetchone()
-    return None if row is None else row[0]
-
-
-def cut_snippet(content: str, needle: str, width: int = 120) -> str:
-    """A snippet made by hand around `needle` (for scan hits)."""
-    at = content.lower().find(needle.lower()) if needle else -1
-    if at < 0:
-        return content[:width] + ("…" if len(content) > width else "")
-    start = max(0, at - width // 2)
-    end = min(len(content), at + len(needle) + width // 2)
-    marked = content[start:at] + "[" + content[at : at + len(needle)] + "]" + content[at + len(needle) : end]
-    return ("…" if start else "") + marked + ("…" if end < len(content) else "")

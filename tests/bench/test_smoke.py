@@ -134,6 +134,8 @@ def test_memory(tmp_path: Path) -> None:
         "ingest_ratio_vs_baseline:",
         "query_typical_p99_ratio_vs_baseline:",
         "query_common_p99_ratio_vs_baseline:",
+        "query_typical_p50_ratio_vs_peer:",
+        "peer_query_common_hit_rate_at_10:",
     )
 
 
