@@ -12,6 +12,14 @@ from .errors import UnknownRecordError
 from .writer import Writer
 
 REWARD_RANK = {"judge": 1, "verifier": 2, "user": 3}
+
+
+def reward_rank_sql(source: str) -> str:
+    """REWARD_RANK as an SQL expression over the column `source` (0 for no source)."""
+    cases = " ".join(f"when '{name}' then {rank}" for name, rank in REWARD_RANK.items())
+    return f"(case {source} {cases} else 0 end)"
+
+
 STATUSES = ("running", "succeeded", "failed", "abandoned")
 
 _COLUMNS = (

@@ -16,13 +16,14 @@ Three tables (migration m009):
 Invariants:
 - The base model (no adapter) is the version named `BASE_VERSION` ("base").
 - The planner's success on a kind counts live episodes the planner route handled and that have a
-  reward: the executor episode's own reward, else its parent chat episode's (the turn's reward,
-  e.g. a user's thumbs up, lands on the chat episode).
+  reward: the executor episode's own, or its parent chat episode's when that source ranks higher
+  (user > verifier > judge; a user's thumbs up or down lands on the chat episode).
 """
 
 import time
 from dataclasses import dataclass
 
+from .episodes import reward_rank_sql
 from .writer import Writer
 
 BASE_VERSION = "base"
@@ -62,7 +63,14 @@ class RouteDay:
     mean_reward: float | None
 
 
-_REWARD = "coalesce(e.reward, p.reward)"
+# The episode's own reward, or its chat turn's when that ranks higher (user > verifier > judge;
+# its own on a tie): the rule the learner's harvest uses (learner/tasks/episodes.py
+# episode_reward), so a user's thumbs down on the turn outweighs a verifier's pass.
+_REWARD = (
+    "(case when p.reward is not null and (e.reward is null or "
+    f"{reward_rank_sql('p.reward_source')} > {reward_rank_sql('e.reward_source')})"
+    " then p.reward else e.reward end)"
+)
 _WITH_REWARD = (
     " from routing_decisions d left join episodes e on e.id = d.episode_id"
     " left join episodes p on p.id = e.parent_episode_id"

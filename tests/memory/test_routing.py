@@ -65,6 +65,30 @@ def test_planner_success_reads_the_episode_reward_else_its_turns(store: MemorySt
     assert store.routing.planner_success("sort <path>") is None
 
 
+def test_planner_success_takes_the_higher_ranked_reward_as_the_learner_does(store: MemoryStore) -> None:
+    """A verifier passed the episode, the user turned the turn down: the user's word counts, here
+    and in the learner's harvest (one rule: learner/tasks/episodes.py episode_reward)."""
+    session, user = store.ensure_session("s"), store.ensure_user("ana")
+
+    def planned() -> tuple[int, int]:  # (the chat turn, the executor episode the planner did)
+        turn = store.episodes.start(session, user, "copy it")
+        episode = store.trajectories.start_executor_episode("copy it", split="live", parent_episode_id=turn)
+        store.routing.record_decision(
+            kind=KIND, route="planner", reason="test", episode_id=episode, session_id=session
+        )
+        return turn, episode
+
+    turn, episode = planned()
+    store.episodes.record_reward(episode, 1.0, "verifier")
+    assert store.routing.planner_success(KIND) == pytest.approx(1.0)
+    store.episodes.record_reward(turn, 0.0, "user")
+    assert store.routing.planner_success(KIND) == pytest.approx(0.0)
+    turn, episode = planned()  # the judge on the turn ranks below the verifier on the episode
+    store.episodes.record_reward(turn, 0.0, "judge")
+    store.episodes.record_reward(episode, 1.0, "verifier")
+    assert store.routing.planner_success(KIND) == pytest.approx(0.5)
+
+
 def test_decisions_and_their_summary_by_day_and_route(store: MemoryStore) -> None:
     started = time.time()
     planner_episode(store, reward=1.0)
