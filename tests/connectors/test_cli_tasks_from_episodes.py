@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
@@ -11,19 +10,15 @@ from typer.testing import CliRunner
 
 from connectors.cli import app
 from memory import MemoryStore
+from tests.cli_config import use_config
 from tests.learner.test_episode_tasks import record_episode
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [name for name in os.environ if name.startswith("TEMPER_")]:
-        monkeypatch.delenv(name)
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n\n[sandbox]\nbackend = "bwrap"\n')
-    monkeypatch.setenv("TEMPER_CONFIG", str(config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    (tmp_path / "data").mkdir()
-    return tmp_path / "data"
+    data_dir = use_config(tmp_path, monkeypatch, '[sandbox]\nbackend = "bwrap"\n')
+    data_dir.mkdir()
+    return data_dir
 
 
 def test_from_episodes_writes_folders_that_tasks_check_passes(data_dir: Path, tmp_path: Path) -> None:

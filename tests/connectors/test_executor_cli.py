@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from typer.testing import CliRunner
 from connectors.cli import app
 from learner.promote import promote
 from learner.versions import ExecutorVersions, VersionMeta
+from tests.cli_config import use_config
 
 GATE = {
     "promote": True, "pairs": 40, "mean_current": 0.3, "mean_candidate": 0.55, "mean_diff": 0.25,
@@ -22,13 +22,7 @@ GATE = {
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [name for name in os.environ if name.startswith("TEMPER_")]:
-        monkeypatch.delenv(name)
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n')
-    monkeypatch.setenv("TEMPER_CONFIG", str(config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    return tmp_path / "data"
+    return use_config(tmp_path, monkeypatch)
 
 
 def adapter(directory: Path) -> Path:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from connectors.cli import app
+from tests.cli_config import use_config
 
 LINES = [
     {
@@ -41,12 +41,7 @@ LINES = [
 
 @pytest.fixture
 def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for name in [name for name in os.environ if name.startswith("TEMPER_")]:
-        monkeypatch.delenv(name)
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n')
-    monkeypatch.setenv("TEMPER_CONFIG", str(config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    use_config(tmp_path, monkeypatch)
     return CliRunner()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,20 +11,15 @@ from typer.testing import CliRunner
 from connectors.cli import app
 from connectors.cli.trajectories import parse_time
 from memory import MemoryStore, StoredCall
+from tests.cli_config import use_config
 
 OPENAI_KEY = "sk-proj-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [name for name in os.environ if name.startswith("TEMPER_")]:
-        monkeypatch.delenv(name)
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n')
-    monkeypatch.setenv("TEMPER_CONFIG", str(config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("OPENAI_API_KEY", "configured-key-0123456789")  # a configured secret
-    return tmp_path / "data"
+    return use_config(tmp_path, monkeypatch)
 
 
 def call(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from typer.testing import CliRunner
 
 from connectors.cli import app
 from memory import MemoryStore
+from tests.cli_config import use_config
 
 
 @pytest.fixture
@@ -20,12 +20,7 @@ def data(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def runner(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for name in [name for name in os.environ if name.startswith("TEMPER_")]:
-        monkeypatch.delenv(name)
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{data}"\n')
-    monkeypatch.setenv("TEMPER_CONFIG", str(config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    use_config(tmp_path, monkeypatch, data_dir=data)
     return CliRunner()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -10,19 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from connectors.cli import app
+from tests.cli_config import use_config
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tbench"
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [name for name in os.environ if name.startswith("TEMPER_")]:
-        monkeypatch.delenv(name)
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n\n[sandbox]\nbackend = "local"\n')
-    monkeypatch.setenv("TEMPER_CONFIG", str(config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    return tmp_path / "data"
+    return use_config(tmp_path, monkeypatch, '[sandbox]\nbackend = "local"\n')
 
 
 def rows(output: str) -> dict[str, list[str]]:
