@@ -127,6 +127,11 @@ class TrainSettings:
             raise ValueError("checkpoint_every must be >= 0 and keep_checkpoints >= 1")
 
 
+# A mismatch below this is float rounding (a sampler on the trainer's own weights: kl ~1e-14):
+# the progress line leaves it out; as_dict and metrics.jsonl keep every step's figures.
+_NEWS_KL = 1e-9
+
+
 @dataclass(frozen=True)
 class StepMetrics:
     step: int  # steps done, this one included (0 when nothing was trained)
@@ -160,7 +165,11 @@ class StepMetrics:
             f"entropy {self.entropy:.3f}  zero_var {self.zero_variance_fraction:.2f}  "
             f"rows {self.rows}  tokens {self.tokens}  {self.seconds * 1000:.0f} ms"
             + (f"  secret episodes left out {self.secret_episodes}" if self.secret_episodes else "")
-            + (f"  {self.mismatch.line()}" if self.mismatch is not None else "")
+            + (
+                f"  {self.mismatch.line()}"
+                if self.mismatch is not None and self.mismatch.kl > _NEWS_KL
+                else ""
+            )
         )
 
 

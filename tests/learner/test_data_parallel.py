@@ -96,8 +96,8 @@ def grad_norms(output: str) -> list[float]:
 
 
 def mismatches(output: str) -> list[float]:
-    """Each step's mismatch ratio mean and median (the median needs every rank's tokens). The
-    second step trains on rows the first step's weights did not sample: its ratios are not 1."""
+    """The mismatch ratio mean and median of each step that prints one (the median needs every
+    rank's tokens). The second step trains on rows the first step's weights did not sample."""
     found = re.findall(r"mismatch kl \S+ ratio ([0-9.]+) \[p5 [0-9.]+ p50 ([0-9.]+)", output)
     return [float(value) for pair in found for value in pair]
 
@@ -117,5 +117,6 @@ def test_two_processes_train_the_adapter_one_process_trains(tmp_path: Path) -> N
     assert "over 1 ranks" in one
     assert_trained_alike(tmp_path, one, two)
     # The sampler/trainer mismatch is the whole batch's, gathered from both ranks, not one shard's.
-    assert mismatches(two) == pytest.approx(mismatches(one), rel=1e-5) and len(mismatches(one)) == 4
-    assert mismatches(one)[2:] != [1.0, 1.0]
+    # (The first step's rows were sampled by its own weights: rounding only, not on the line.)
+    assert mismatches(two) == pytest.approx(mismatches(one), rel=1e-5) and len(mismatches(one)) == 2
+    assert mismatches(one) != [1.0, 1.0]

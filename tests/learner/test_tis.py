@@ -99,4 +99,5 @@ def test_with_the_trainers_own_weights_as_sampler_the_corrected_step_is_the_unco
     assert all(a is not b for a, b in pairs) and first.grad_norm > 0  # two trainers that both moved
     for a, b in pairs:
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
-    assert "mismatch kl" in second.line()
+    # Rounding is not news on the progress line; the figures stay in as_dict (metrics.jsonl).
+    assert "mismatch" not in second.line() and second.as_dict()["mismatch"]["kl"] < 1e-9
