@@ -35,9 +35,10 @@ Announce = Callable[[str], Awaitable[None]]
 def learner_job(
     config: Config, cron: Cron, nightly: NightlyRun | None = None, announce: Announce | None = None
 ) -> Job | None:
-    """The learner's nightly cycle (connectors/learning.py) as a job, when there is a local
-    executor model to train (`[executor] backend = "local"` with a model_dir); else None."""
-    if config.executor.backend != "local" or config.executor.model_dir is None:
+    """The learner's nightly cycle (connectors/learning.py) as a job, when there is an executor
+    model to train: `[executor] backend = "local"`, or "openai" (served: vLLM, `temper serve
+    executor`), with the model_dir the learner trains from; else None."""
+    if config.executor.backend not in ("local", "openai") or config.executor.model_dir is None:
         return None
     run = nightly or NightlyRun(config)
 

@@ -46,7 +46,7 @@ def test_learn_now_runs_a_cycle_and_reports(tmp_path: Path) -> None:
     assert list((tmp_path / "data" / "learner" / "cycles").glob("*/done"))
 
 
-def test_the_daemon_schedules_the_cycle_only_for_a_local_executor(tmp_path: Path) -> None:
+def test_the_daemon_schedules_the_cycle_only_for_an_executor_model_it_can_train(tmp_path: Path) -> None:
     from connectors.config import load_config
     from connectors.daemon import learner_job
     from connectors.daemon.schedule import Cron
@@ -62,3 +62,16 @@ def test_the_daemon_schedules_the_cycle_only_for_a_local_executor(tmp_path: Path
     assert learner_job(load_config(plain, env), nightly) is None
     job = learner_job(load_config(local, env), nightly)
     assert job is not None and job.name == "learner"
+    served = tmp_path / "served.toml"  # a served executor trains too (learner/served.py)
+    served.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n[executor]\nbackend = "openai"\nmodel_dir = "{tmp_path}"\n'
+        '[models.executor]\nmodel = "hosted_vllm/tiny"\napi_base = "http://127.0.0.1:9/v1"\n'
+    )
+    job = learner_job(load_config(served, env), nightly)
+    assert job is not None and job.name == "learner"
+    no_model = tmp_path / "no_model.toml"  # served, but nothing to train from
+    no_model.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n[executor]\nbackend = "openai"\n'
+        '[models.executor]\nmodel = "hosted_vllm/tiny"\napi_base = "http://127.0.0.1:9/v1"\n'
+    )
+    assert learner_job(load_config(no_model, env), nightly) is None
