@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -142,7 +143,7 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
     """The night the config describes: replays in the configured sandbox, under its command
     timeout ceiling, with its turns and completion tokens; the rows' length limit; the harvest's
     time split and size limit; the gate's margin; GRPO's learning rate, updates per batch, LoRA
-    shape and gradient checkpointing; the executor's device, dtype and attention implementation
+    shape and gradient checkpointing (the distillation's too); the executor's device, dtype and attention implementation
     and the learner's torch threads (every load of the night uses them); the Ray cluster the
     training replays run on, when `[learner] ray_address` names one."""
     from learner.cycle import CycleSettings
@@ -193,6 +194,10 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
         ),
         harvest=HarvestSettings(
             heldout_fraction=learner.heldout_fraction, max_workspace_bytes=learner.max_workspace_mb << 20
+        ),
+        # The distilled adapter is where GRPO starts, so it has the configured LoRA shape.
+        distill=replace(
+            NightSettings().distill, lora=lora, gradient_checkpointing=learner.gradient_checkpointing
         ),
     )  # fmt: skip
 

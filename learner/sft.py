@@ -62,6 +62,9 @@ class SFTSettings:
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     logprob_chunk_tokens: int = 1024
+    # Recompute each decoder layer in the backward pass (learner/policy.py), as GRPO's
+    # `[learner] gradient_checkpointing`; rows are then computed whole (no shared-prefix pass).
+    gradient_checkpointing: bool = False
     seed: int = 0  # the order of examples in each epoch, LoRA's initialisation
 
     def __post_init__(self) -> None:
@@ -107,8 +110,9 @@ def sft(
     """Train on `examples` for up to `max_epochs`; see the module docstring. `start_adapter`: a
     PEFT adapter to continue (LoRA settings needed), e.g. the executor's current version."""
     policy = TrainablePolicy.create(
-        model, settings.lora, start_adapter=start_adapter, tokenizer=tokenizer, seed=settings.seed
-    )
+        model, settings.lora, start_adapter=start_adapter, tokenizer=tokenizer, seed=settings.seed,
+        gradient_checkpointing=settings.gradient_checkpointing,
+    )  # fmt: skip
     if policy.tokenizer is None:
         raise ValueError("SFT encodes chats: give a LocalModel, or tokenizer=... with a bare model")
     rows = target_rows(policy.tokenizer, examples, settings.max_row_tokens)
@@ -144,7 +148,8 @@ def _train_step(
         micro = collate(pack, target_tokens, policy.device)
         logprobs, _ = token_logprobs(
             policy.module, micro.inputs, micro.targets,
-            chunk_tokens=settings.logprob_chunk_tokens, shared=micro.shared,
+            chunk_tokens=settings.logprob_chunk_tokens,
+            shared=0 if settings.gradient_checkpointing else micro.shared,
         )  # fmt: skip  # (B, T)
         loss = -(logprobs * micro.coefficients).sum()  # mean over the step's target tokens
         loss.backward()

@@ -147,3 +147,48 @@ def test_the_config_keys_reach_the_night() -> None:
     assert cycle.train.gradient_checkpointing and cycle.torch_threads == 3
     default = night_settings(Config.model_validate({}), iterations=1, seed=0, deadline=None).cycle
     assert not default.train.gradient_checkpointing and default.torch_threads == 1
+
+
+def test_distillation_checkpoints_too_and_learns_the_same(model_dir: Path) -> None:
+    """SFT (the night's distillation, the warm start) with checkpointing: the layers run again in
+    backward, and the trained adapter equals the plain run's to float rounding."""
+    from learner.sft import SFTExample, SFTSettings, sft
+
+    examples = [
+        SFTExample([{"role": "user", "content": f"list the files in dir{i}"}], f"ls dir{i}") for i in range(6)
+    ]
+    trained = {}
+    for checkpointing in (False, True):
+        settings = SFTSettings(
+            lora=LoraSettings(rank=4), max_epochs=2, learning_rate=3e-3, gradient_checkpointing=checkpointing
+        )
+        result = sft(LocalModel.load(model_dir), examples, settings)
+        trained[checkpointing] = {n: p.detach().clone() for n, p in result.policy.named_trainable().items()}
+        if checkpointing:
+            ids = torch.tensor([[1, 5, 9, 13, 17, 21]])
+            _, backward = layer_runs(result.policy, ids)
+            assert backward == [1, 1]  # each layer again in backward
+    assert trained[False].keys() == trained[True].keys()
+    for name, value in trained[False].items():
+        # Adam divides by sqrt(v): rounding in a near-zero gradient moves an element up to ~lr/1000.
+        torch.testing.assert_close(trained[True][name], value, rtol=1e-4, atol=1e-5)
+    assert any(
+        name.endswith("lora_B.default.weight") and v.abs().sum() > 0 for name, v in trained[True].items()
+    )
+
+
+def test_the_night_distils_with_the_configured_lora_shape() -> None:
+    """GRPO starts from the distilled adapter, whose own shape wins: it must be the configured one."""
+    from connectors.config import Config
+    from connectors.learning import night_settings
+
+    config = Config.model_validate(
+        {"learner": {"lora_rank": 16, "lora_alpha": 32, "gradient_checkpointing": True}}
+    )
+    night = night_settings(config, iterations=1, seed=0, deadline=None)
+    assert night.distill.lora == night.cycle.train.lora
+    assert night.distill.lora is not None and (night.distill.lora.rank, night.distill.lora.alpha) == (
+        16,
+        32.0,
+    )
+    assert night.distill.gradient_checkpointing
