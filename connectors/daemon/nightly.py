@@ -26,6 +26,7 @@ from connectors.daemon.schedule import Cron, Job
 from connectors.daemon.status import LEARNER_JOB
 from connectors.daemon.supervisor import ChannelSupervisor
 from connectors.nightly.runner import NightlyRun, WorkerFailed
+from connectors.nightly.worker import CycleOutcome
 
 log = logging.getLogger("temper.learner")
 
@@ -53,10 +54,21 @@ def learner_job(
             return f"cancelled ({outcome.error}); the next run resumes from its checkpoint"
         if announce is not None and outcome.report:
             await announce(outcome.report)
-        promoted = f"; promoted {outcome.promoted}" if outcome.promoted else ""
-        return f"{outcome.summary}{promoted}"
+        return job_detail(outcome)
 
     return Job(LEARNER_JOB, cron, cycle)
+
+
+def job_detail(outcome: CycleOutcome) -> str:
+    """What `temper status` shows of a finished night: its summary line, which names the version
+    it promoted ("Night of ...: promoted v3 (held-out ...)"), and the version only when it does not."""
+    if outcome.promoted and outcome.promoted not in outcome.summary.split():
+        return (
+            f"{outcome.summary}; promoted {outcome.promoted}"
+            if outcome.summary
+            else f"promoted {outcome.promoted}"
+        )
+    return outcome.summary
 
 
 async def announce_to_chats(

@@ -75,3 +75,15 @@ def test_the_daemon_schedules_the_cycle_only_for_an_executor_model_it_can_train(
         '[models.executor]\nmodel = "hosted_vllm/tiny"\napi_base = "http://127.0.0.1:9/v1"\n'
     )
     assert learner_job(load_config(no_model, env), nightly) is None
+
+
+def test_the_job_detail_names_the_promoted_version_once() -> None:
+    from connectors.daemon.nightly import job_detail
+    from connectors.nightly.worker import CycleOutcome
+
+    said = "Night of 2026-12-06: promoted v3 (held-out 0.40 -> 0.55); 5 of 7 episodes became tasks."
+    assert job_detail(CycleOutcome(True, "done", summary=said, promoted="v3")) == said
+    refused = "Night of 2026-12-06: refused; v2 stays (held-out 0.40 -> 0.41)."
+    assert job_detail(CycleOutcome(True, "done", summary=refused)) == refused
+    assert job_detail(CycleOutcome(True, "done", summary="cycle 4", promoted="v4")) == "cycle 4; promoted v4"
+    assert job_detail(CycleOutcome(True, "done", promoted="v4")) == "promoted v4"
