@@ -31,6 +31,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -149,142 +150,123 @@ async def run_cycle(
         raise ValueError("the gate needs held-out tasks: give heldout or regression tasks")
     if not heldout:  # no user tasks held out yet: the regression suite is the whole evidence
         heldout, regression = regression, ()
-    if settings.served is None:
-        return await _run_cycle(
-            model_dir, train, heldout, store, work_dir, versions, settings, on_iteration, start_adapter,
-            regression, train_from, on_phase, probe, None,
-        )  # fmt: skip
-    async with ServedPolicy(settings.served, model_dir) as served:
-        return await _run_cycle(
-            model_dir, train, heldout, store, work_dir, versions, settings, on_iteration, start_adapter,
-            regression, train_from, on_phase, probe, served,
-        )  # fmt: skip
-
-
-async def _run_cycle(
-    model_dir: Path,
-    train: Sequence[Task],
-    heldout: Sequence[Task],
-    store: MemoryStore,
-    work_dir: Path,
-    versions: ExecutorVersions,
-    settings: CycleSettings,
-    on_iteration: Callable[[int, float, StepMetrics], None] | None,
-    start_adapter: Path | None,
-    regression: Sequence[Task],
-    train_from: Path | None,
-    on_phase: Callable[[str], None] | None,
-    probe: Probe | None,
-    served: ServedPolicy | None,
-) -> CycleResult:
-    # One copy of the base weights (learner/policy.py): the version in service and the policy being
-    # trained are two adapters on it, the reference policy is it with the adapters disabled.
-    model = load_model(model_dir, settings)
-    current_backend: ExecutorBackend
-    if served is not None:  # the version in service, as the server samples it
-        current_backend = await served.adapter(start_adapter)
-    else:
-        if start_adapter is not None:
-            model.load_adapter("current", start_adapter)
-        current_backend = LocalBackend(model, adapter="current" if start_adapter is not None else None)
-    # Checkpoints of this cycle only: the trainer resumes from what it finds there.
-    trainer = GRPOTrainer(
-        model, settings.train, work_dir / "checkpoints", start_adapter=train_from or start_adapter
-    )
-    policy: ExecutorBackend = LocalBackend(trainer.policy.sampler) if served is None else served.backend
-    cluster = None  # replay workers holding the policy's weights, when replays run on Ray
-    if settings.ray is not None:
-        load = LoadSettings(settings.device, settings.dtype, settings.attn_implementation)
-        cluster = RayReplay.connect(model_dir, settings.ray, load)
-    sampler = TaskSampler(
-        train, settings.task_sampling, random.Random(settings.seed), source_weights=settings.source_weights
-    )
-    if on_phase is not None:
-        on_phase("train")
-    steps: list[StepMetrics] = []
-    rewards: list[tuple[int, float]] = []
-    # A cycle interrupted and started again in the same directory resumes from its checkpoint.
-    for iteration in range(trainer.step_count, settings.iterations):
-        if settings.deadline is not None and time.time() > settings.deadline:
-            break
-        started = time.time()
-        batch = sampler.draw(settings.tasks_per_iteration)
-        if served is not None:  # the server samples the adapter as trained so far
-            policy = await served.sync(trainer)
-        replaying = replace(settings.replay, seed=settings.seed * 100_003 + iteration)
-        if cluster is not None:
-            attempts = await cluster.replay(
-                batch, trainer.policy, store, work_dir / "snapshots", replaying, f"grpo{iteration}"
-            )
+    async with AsyncExitStack() as stack:
+        served = None  # a served executor: the server samples; what it loaded goes at the end
+        if settings.served is not None:
+            served = await stack.enter_async_context(ServedPolicy(settings.served, model_dir))
+        # One copy of the base weights (learner/policy.py): the version in service and the policy being
+        # trained are two adapters on it, the reference policy is it with the adapters disabled.
+        model = load_model(model_dir, settings)
+        current_backend: ExecutorBackend
+        if served is not None:  # the version in service, as the server samples it
+            current_backend = await served.adapter(start_adapter)
         else:
-            attempts = await replay(
-                batch, policy, store, work_dir / "snapshots", replaying, f"grpo{iteration}"
-            )
-        sampler.record((a.task_id, a.reward) for a in attempts)
-        reward = sum(a.reward for a in attempts) / len(attempts)
-        rewards.append((iteration, reward))
-        # Episodes that printed a secret are marked as they are recorded, and never read back.
-        withheld = store.trajectories.secret_marked_count(since=started, split="train")
-        rows = build_rows(
-            store.trajectories.read(since=started, split="train"), settings.rows, secret_withheld=withheld
+            if start_adapter is not None:
+                model.load_adapter("current", start_adapter)
+            current_backend = LocalBackend(model, adapter="current" if start_adapter is not None else None)
+        # Checkpoints of this cycle only: the trainer resumes from what it finds there.
+        trainer = GRPOTrainer(
+            model, settings.train, work_dir / "checkpoints", start_adapter=train_from or start_adapter
         )
-        metrics = trainer.step(rows)
-        steps.append(metrics)
-        _log_metrics(work_dir / "metrics.jsonl", iteration, metrics)
-        if on_iteration is not None:
-            on_iteration(iteration, reward, metrics)
-        # The last step's point is the gate's candidate evaluation, below: not measured twice.
-        last = iteration + 1 == settings.iterations
-        if probe is not None and probe.every > 0 and (iteration + 1) % probe.every == 0 and not last:
-            if served is not None:
+        policy: ExecutorBackend = LocalBackend(trainer.policy.sampler) if served is None else served.backend
+        cluster = None  # replay workers holding the policy's weights, when replays run on Ray
+        if settings.ray is not None:
+            load = LoadSettings(settings.device, settings.dtype, settings.attn_implementation)
+            cluster = RayReplay.connect(model_dir, settings.ray, load)
+        sampler = TaskSampler(
+            train,
+            settings.task_sampling,
+            random.Random(settings.seed),
+            source_weights=settings.source_weights,
+        )
+        if on_phase is not None:
+            on_phase("train")
+        steps: list[StepMetrics] = []
+        rewards: list[tuple[int, float]] = []
+        # A cycle interrupted and started again in the same directory resumes from its checkpoint.
+        for iteration in range(trainer.step_count, settings.iterations):
+            if settings.deadline is not None and time.time() > settings.deadline:
+                break
+            started = time.time()
+            batch = sampler.draw(settings.tasks_per_iteration)
+            if served is not None:  # the server samples the adapter as trained so far
                 policy = await served.sync(trainer)
-            measured = await evaluate(
-                probe.tasks,
-                policy,
-                store,
-                work_dir / "snapshots",
-                settings.evaluation,
-                f"probe{iteration + 1}",
+            replaying = replace(settings.replay, seed=settings.seed * 100_003 + iteration)
+            if cluster is not None:
+                attempts = await cluster.replay(
+                    batch, trainer.policy, store, work_dir / "snapshots", replaying, f"grpo{iteration}"
+                )
+            else:
+                attempts = await replay(
+                    batch, policy, store, work_dir / "snapshots", replaying, f"grpo{iteration}"
+                )
+            sampler.record((a.task_id, a.reward) for a in attempts)
+            reward = sum(a.reward for a in attempts) / len(attempts)
+            rewards.append((iteration, reward))
+            # Episodes that printed a secret are marked as they are recorded, and never read back.
+            withheld = store.trajectories.secret_marked_count(since=started, split="train")
+            rows = build_rows(
+                store.trajectories.read(since=started, split="train"), settings.rows, secret_withheld=withheld
             )
-            probe.report(iteration + 1, measured)
-    adapter_dir = trainer.save_adapter(work_dir / "candidate")
-    if served is not None:  # the candidate, as the server will sample it
-        policy = await served.sync(trainer)
-    if on_phase is not None:
-        on_phase("gate")
-    snapshots = work_dir / "snapshots"
-    current = await evaluate(heldout, current_backend, store, snapshots, settings.evaluation, "gate-current")
-    candidate = await evaluate(heldout, policy, store, snapshots, settings.evaluation, "gate-candidate")
-    regression_current = regression_candidate = None
-    if regression:
-        regression_current = await evaluate(
-            regression, current_backend, store, snapshots, settings.evaluation, "regression-current"
+            metrics = trainer.step(rows)
+            steps.append(metrics)
+            _log_metrics(work_dir / "metrics.jsonl", iteration, metrics)
+            if on_iteration is not None:
+                on_iteration(iteration, reward, metrics)
+            # The last step's point is the gate's candidate evaluation, below: not measured twice.
+            last = iteration + 1 == settings.iterations
+            if probe is not None and probe.every > 0 and (iteration + 1) % probe.every == 0 and not last:
+                if served is not None:
+                    policy = await served.sync(trainer)
+                measured = await evaluate(
+                    probe.tasks,
+                    policy,
+                    store,
+                    work_dir / "snapshots",
+                    settings.evaluation,
+                    f"probe{iteration + 1}",
+                )
+                probe.report(iteration + 1, measured)
+        adapter_dir = trainer.save_adapter(work_dir / "candidate")
+        if served is not None:  # the candidate, as the server will sample it
+            policy = await served.sync(trainer)
+        if on_phase is not None:
+            on_phase("gate")
+        snapshots = work_dir / "snapshots"
+        current = await evaluate(
+            heldout, current_backend, store, snapshots, settings.evaluation, "gate-current"
         )
-        regression_candidate = await evaluate(
-            regression, policy, store, snapshots, settings.evaluation, "regression-candidate"
+        candidate = await evaluate(heldout, policy, store, snapshots, settings.evaluation, "gate-candidate")
+        regression_current = regression_candidate = None
+        if regression:
+            regression_current = await evaluate(
+                regression, current_backend, store, snapshots, settings.evaluation, "regression-current"
+            )
+            regression_candidate = await evaluate(
+                regression, policy, store, snapshots, settings.evaluation, "regression-candidate"
+            )
+        decision = decide(
+            current.results,
+            candidate.results,
+            settings.gate,
+            regression=None
+            if regression_current is None or regression_candidate is None
+            else (regression_current.results, regression_candidate.results),
         )
-    decision = decide(
-        current.results,
-        candidate.results,
-        settings.gate,
-        regression=None
-        if regression_current is None or regression_candidate is None
-        else (regression_current.results, regression_candidate.results),
-    )
-    version = None
-    if decision.promote:
-        meta = VersionMeta(
-            base_model=str(model_dir),
-            base_model_hash=model_hash(model_dir),
-            parent=versions.current_name(),
-            training={"steps": len(steps), "train_reward": rewards[-1][1] if rewards else None},
-            gate=decision.as_dict(),
-        )
-        version = promote(versions, adapter_dir, meta)
-    return CycleResult(
-        steps, rewards, current, candidate, decision, version, adapter_dir,
-        regression_current, regression_candidate,
-    )  # fmt: skip
+        version = None
+        if decision.promote:
+            meta = VersionMeta(
+                base_model=str(model_dir),
+                base_model_hash=model_hash(model_dir),
+                parent=versions.current_name(),
+                training={"steps": len(steps), "train_reward": rewards[-1][1] if rewards else None},
+                gate=decision.as_dict(),
+            )
+            version = promote(versions, adapter_dir, meta)
+        return CycleResult(
+            steps, rewards, current, candidate, decision, version, adapter_dir,
+            regression_current, regression_candidate,
+        )  # fmt: skip
 
 
 def _log_metrics(path: Path, iteration: int, metrics: StepMetrics) -> None:
