@@ -41,6 +41,7 @@ from runtime.executor import (
     PlannerBackend,
     Router,
     RoutingSettings,
+    SamplingParams,
 )
 from runtime.executor.loop import ExecutorSettings
 from runtime.executor.recording import MemoryRecorder
@@ -111,6 +112,9 @@ def build_agent(
         ),
         terminal=terminal,
         skills=skills,
+        direct=terminal.run_direct
+        if terminal is not None and terminal.model is not None and config.executor.direct_route
+        else None,
     )
     return Assembled(agent, store, notes, terminal)
 
@@ -175,11 +179,17 @@ def build_executor(
             loaded.load_adapter(*wanted)
         model = LocalBackend(loaded, adapter=None if wanted is None else wanted[0])
     routing = RoutingSettings(
-        threshold=settings.threshold, margin=settings.routing_margin, exploration=settings.exploration
+        threshold=settings.threshold,
+        margin=settings.routing_margin,
+        exploration=settings.exploration,
+        direct_similarity=settings.direct_similarity,
     )
     return TerminalExecutor(
         stand_in,
-        ExecutorSettings(max_turns=settings.max_turns),
+        ExecutorSettings(
+            max_turns=settings.max_turns,
+            sampling=SamplingParams(temperature=settings.temperature, max_tokens=512, constrained=True),
+        ),
         switch=None if model is None else ModelSwitch(model),
         router=Router(store, routing),
         recorder=MemoryRecorder(store, config.data_dir / "snapshots"),

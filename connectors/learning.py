@@ -167,7 +167,8 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
     )
     replay = ReplaySettings(sandbox=sandbox, command_timeout_s=ceiling, executor=turns)
     evaluation = as_served(
-        ReplaySettings(group_size=4, seed=10_000, sandbox=sandbox, command_timeout_s=ceiling, executor=turns)
+        ReplaySettings(group_size=4, seed=10_000, sandbox=sandbox, command_timeout_s=ceiling, executor=turns),
+        temperature=executor.temperature,
     )
     targets = learner.lora_target_modules
     lora = LoraSettings(

@@ -34,7 +34,7 @@ from learner.tasks import AttemptTrace, Task, isolating_backend, shell_tool_outp
 from memory import MemoryStore
 from runtime import BackendName, Snapshot, open_sandbox
 from runtime.executor import ExecutorBackend, SamplingParams
-from runtime.executor.loop import ExecutorRun, ExecutorSettings, run_executor
+from runtime.executor.loop import SERVING_TEMPERATURE, ExecutorRun, ExecutorSettings, run_executor
 from runtime.executor.recording import MemoryRecorder
 from runtime.tools import ToolContext
 
@@ -57,11 +57,13 @@ class ReplaySettings:
     )
 
 
-def as_served(settings: ReplaySettings) -> ReplaySettings:
-    """`settings` with the executor's replies kept to the action format, as the runtime serves
-    them (runtime/executor/action_grammar.py): how held-out tasks are evaluated. Training replays
-    sample freely, so that their raw logprobs are exactly the policy that sampled them."""
-    sampling = replace(settings.executor.sampling, constrained=True)
+def as_served(settings: ReplaySettings, temperature: float = SERVING_TEMPERATURE) -> ReplaySettings:
+    """`settings` with the executor sampled as the runtime serves it: its replies kept to the
+    action format (runtime/executor/action_grammar.py), at the serving `temperature` (`[executor]
+    temperature`): how held-out tasks are evaluated, so the competence routing reads is the one
+    people get. Training replays sample freely at temperature 1, so that their raw logprobs are
+    exactly the policy that sampled them."""
+    sampling = replace(settings.executor.sampling, constrained=True, temperature=temperature)
     return replace(settings, executor=replace(settings.executor, sampling=sampling))
 
 

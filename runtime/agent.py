@@ -4,6 +4,9 @@
 
 - receive: store the person's message (once, by platform message id), find their session.
 - plan: build the planner's context (runtime/context.py).
+- direct: a message of a kind the executor has mastered goes to it without a planner call
+  (runtime/direct_route.py); when its run completes, that is the reply and the planner is not
+  called; otherwise the planner takes the turn over, the attempt in its context.
 - execute: call the planner; run the tools it asks for until it answers. Tool failures are
   data the planner sees ("Error: ..."); a planner that stays unreachable after retries and
   fallbacks ends the turn with TurnFailed; bugs raise.
@@ -23,15 +26,17 @@ and done until then stays stored.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from memory import MemoryStore, ToolCallRecord
 from runtime import evaluate
 from runtime.compaction import CompactionSettings, compact_if_long
 from runtime.context import ContextSettings, SessionRef, build_messages
+from runtime.direct_route import DirectRunner, completed, direct_call, direct_reply
 from runtime.events import (
     ApprovalRequested,
     Evaluated,
@@ -48,12 +53,13 @@ from runtime.inbound import Inbound
 from runtime.models import ChatModel, ModelError, ModelReply, TextDelta, ToolCall, close_model_clients
 from runtime.skill_catalog import SkillCatalog
 from runtime.skill_review import TurnRecord, learn_skills
-from runtime.tools import ApprovalRequest, TerminalRunner, Toolbox, ToolContext, ToolResult
+from runtime.tools import ApprovalRequest, TerminalRunner, Toolbox, ToolContext, ToolError, ToolResult
 from runtime.user_model import UserModel, UserModelSettings
 from runtime.workspaces import Workspaces
 
 APPROVAL_TIMEOUT_S = 600.0
 STANDING_SESSIONS = 4096  # sessions whose "always" approvals are kept (least recently used forgotten)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -91,10 +97,12 @@ class Agent:
         settings: AgentSettings | None = None,
         terminal: TerminalRunner | None = None,
         skills: SkillCatalog | None = None,
+        direct: DirectRunner | None = None,
     ) -> None:
         self.skills = skills  # the skill library and its index; None: no skills in prompts or reviews
         self.store = store
         self.terminal = terminal  # the executor behind terminal_task, when the toolbox has it
+        self.direct = direct  # the direct route to the executor model (None: every turn is planned)
         self.planner = planner
         self.toolbox = toolbox
         self.workspaces = workspaces
@@ -167,6 +175,11 @@ class Agent:
     # --- execute ---------------------------------------------------------------------------
 
     async def execute(self, turn: _Turn) -> AsyncIterator[Event]:
+        if self.direct is not None:
+            async for event in self._execute_directly(turn, self.direct):
+                yield event
+            if turn.reply:
+                return
         schemas = self.toolbox.schemas()
         for _ in range(self.settings.max_tool_rounds):
             if self.settings.stream:
@@ -215,6 +228,36 @@ class Agent:
             "Tell me how to continue, or narrow the task."
         )
 
+    async def _execute_directly(self, turn: _Turn, direct: DirectRunner) -> AsyncIterator[Event]:
+        """The direct route (runtime/direct_route.py): sets `turn.reply` when the executor's run
+        answers the message by itself; stores the attempt for the planner otherwise."""
+        request = turn.inbound.text
+        run = None
+        started = time.perf_counter()
+        try:
+            async for step in self._with_approvals(turn, lambda context: direct(request, context)):
+                if isinstance(step, ApprovalRequested):
+                    yield step
+                else:
+                    run = step
+        except ToolError:
+            return  # the executor model failed before it did anything: the planner's turn
+        if run is None:
+            return
+        call = direct_call(turn.episode_id, request)
+        self._remember_assistant(turn, ModelReply("", (call,)))
+        yield ToolCalled(call.id, call.name, call.arguments)
+        report = run.report()
+        turn.tools_used += 1
+        turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": report})
+        self.store.add_message(
+            session_id=turn.session.id, user_id=turn.session.user_id, role="tool",
+            content=report, tool_call_id=call.id,
+        )  # fmt: skip
+        yield ToolReturned(call.id, call.name, report, not completed(run), time.perf_counter() - started)
+        if completed(run):
+            turn.reply = direct_reply(run)
+
     def _remember_assistant(self, turn: _Turn, reply: ModelReply) -> None:
         turn.messages.append(reply.to_message())
         self.store.add_message(
@@ -225,11 +268,20 @@ class Agent:
             tool_calls=[ToolCallRecord(c.id, c.name, c.arguments) for c in reply.tool_calls],
         )
 
-    async def _run_tool(self, turn: _Turn, call: ToolCall) -> AsyncIterator[ApprovalRequested | ToolResult]:
+    def _run_tool(self, turn: _Turn, call: ToolCall) -> AsyncIterator[ApprovalRequested | ToolResult]:
         """Run one tool call, yielding any approval it asks for, then its result."""
+        return self._with_approvals(
+            turn, lambda context: self.toolbox.call(call.name, call.arguments, context)
+        )
+
+    async def _with_approvals(
+        self, turn: _Turn, work: Callable[[ToolContext], Coroutine[Any, Any, T]]
+    ) -> AsyncIterator[ApprovalRequested | T]:
+        """Run `work` in the turn's tool context, yielding any approval it asks for, then its
+        result (its exception, raised)."""
         requests: asyncio.Queue[ApprovalRequested] = asyncio.Queue()
         context = await self._tool_context(turn, requests)
-        task = asyncio.create_task(self.toolbox.call(call.name, call.arguments, context))
+        task = asyncio.create_task(work(context))
         try:
             while not task.done():
                 waiting = asyncio.create_task(requests.get())

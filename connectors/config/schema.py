@@ -159,6 +159,11 @@ class ExecutorConfig(Section):
     max_turns: int = Field(8, ge=1, le=64, description="a whole number from 1 to 64")
     routing_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
     exploration: float = Field(0.1, ge=0, le=0.5, description="a number between 0 and 0.5")
+    temperature: float = Field(
+        0.7, ge=0, le=2, description="a number between 0 and 2: the executor model's sampling temperature"
+    )
+    direct_route: bool = Field(True, description="true or false")
+    direct_similarity: float = Field(0.6, gt=0, le=1, description="a number above 0 and at most 1")
     device: str = Field(
         "auto",
         pattern=r"^(auto|cpu|cuda(:[0-9]+)?)$",

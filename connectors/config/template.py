@@ -99,6 +99,12 @@ routing_margin = 0.05
 # The share of a kind's work the planner keeps after the executor took it, so both routes stay
 # measured.
 exploration = 0.1
+# The executor model's sampling temperature, as it serves and as the gate measures it.
+temperature = 0.7
+# A message that is itself a close instance of a kind the executor has mastered goes to it
+# without a planner call (the planner takes over when the run does not finish); how close.
+direct_route = true
+direct_similarity = 0.6
 # At most this many model turns per terminal task.
 max_turns = 8
 # Where a local model runs: "auto" (cuda when torch sees a GPU, else cpu), "cpu", "cuda", "cuda:N";

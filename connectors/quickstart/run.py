@@ -73,7 +73,11 @@ async def run_quickstart(
     # other one to validation and to test.
     heldout = split(plan.heldout_per_family, "heldout")
     validation, test = heldout[0::2], heldout[1::2]
-    evaluation = as_served(ReplaySettings(group_size=plan.eval_group, seed=10_000 + seed, executor=one_turn))
+    # At the temperature it trains at: the quickstart's figures (README) were measured so; the
+    # daemon's gate evaluates at `[executor] temperature` (connectors/learning.py).
+    evaluation = as_served(
+        ReplaySettings(group_size=plan.eval_group, seed=10_000 + seed, executor=one_turn), temperature=1.0
+    )
     say(f"tasks: {len(train)} training ({len({t.family for t in train})} families; the warm start imitates "
         f"{len(with_reference)} of them, from {len({t.family for t in with_reference})} families), "
         f"held-out families {', '.join(sorted(GRID_HELDOUT))}: {len(validation)} validation, {len(test)} test")  # fmt: skip

@@ -73,20 +73,26 @@ class TaskKinds:
         """The kind `instruction` belongs to; a new kind is stored when none is similar enough."""
         self._refresh()
         own = signature(instruction)
-        found = self._most_similar(tokens(own))
+        found = self._most_similar(tokens(own), self.join_similarity)
         if found is not None:
             return found
         self.store.routing.add_kind(own, instruction)
         self._refresh()
         return own
 
+    def match(self, instruction: str, at_least: float) -> str | None:
+        """The known kind `instruction` is at least `at_least` similar to (the most similar;
+        ties: the older), or None; stores nothing (the direct route asks this of every message)."""
+        self._refresh()
+        return self._most_similar(tokens(signature(instruction)), at_least)
+
     def known(self) -> list[str]:
         """Every known kind's name, oldest first."""
         self._refresh()
         return [name for name, _ in self._known]
 
-    def _most_similar(self, wanted: frozenset[str]) -> str | None:
-        best, best_score = None, self.join_similarity
+    def _most_similar(self, wanted: frozenset[str], at_least: float) -> str | None:
+        best, best_score = None, at_least
         for name, example in self._known:
             score = similarity(wanted, example)
             if score > best_score or (best is None and score >= best_score):

@@ -23,6 +23,7 @@ from runtime.executor.completion import Completion, ExecutorBackend, SamplingPar
 from runtime.tools import ToolContext, ToolError, bound_text, shell
 
 TIMED_OUT_MARK = "[timed out after"
+SERVING_TEMPERATURE = 0.7  # `[executor] temperature`'s default
 
 # Called after every model call with its index, the Completion and the messages it was given.
 CallSink = Callable[[int, Completion, list[dict[str, Any]]], Awaitable[None] | None]
@@ -34,7 +35,9 @@ class ExecutorSettings:
     default_timeout_s: float = 30.0
     observation_chars: int = 4_000  # per command: small models drown in long outputs
     sampling: SamplingParams = field(
-        default_factory=lambda: SamplingParams(temperature=0.7, max_tokens=512, constrained=True)
+        default_factory=lambda: SamplingParams(
+            temperature=SERVING_TEMPERATURE, max_tokens=512, constrained=True
+        )
     )
 
 

@@ -8,6 +8,12 @@ learner's gate under the version's name; the base model is "base") is
     >= threshold                                     while the planner has no measured success
 
 and the planner keeps it otherwise, and always when the version was never measured on the kind.
+
+The direct route (`decide_direct`, runtime/direct_route.py): a person's whole message that is a
+close instance of a known kind (similarity >= `direct_similarity`, stricter than joining a kind,
+so a message that asks for more than the task does not qualify) and that the executor would take
+goes to the executor without a planner call; when its run does not complete, the planner takes
+the turn over with the attempt in its context.
 Exploration: when the executor would take it, the planner takes it instead with probability
 `exploration`, so both routes keep being measured. The draw is deterministic: a hash of (seed,
 kind, how many decisions the kind has had), so a run can be replayed and a test can pin it.
@@ -31,6 +37,9 @@ class RoutingSettings:
     margin: float = 0.05  # how far below the planner's success the executor may be
     exploration: float = 0.1  # the planner's share of the kinds the executor took
     seed: int = 0
+    # The direct route: a chat message at least this similar to a known kind's example
+    # (kinds.py), on a kind the executor takes, goes to the executor without a planner call.
+    direct_similarity: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,23 @@ class Router:
         kind = self.kinds.kind_of(query)
         if not has_model:
             return Decision("planner", kind, "no executor model configured")
+        return self._decide(kind, version)
+
+    def decide_direct(self, request: str, version: str | None) -> Decision | None:
+        """The executor's decision for a whole chat message on the direct route (no planner
+        call): only for a close instance of a known kind (`direct_similarity`), and only when
+        `decide` would give that kind to the executor, exploration included (the draw does not
+        move until a decision is recorded, so the planner's own terminal_task call that follows
+        a refusal draws the same); else None. Stores nothing."""
+        kind = self.kinds.match(request, self.settings.direct_similarity)
+        if kind is None:
+            return None
+        decision = self._decide(kind, version)
+        if decision.route != "executor":
+            return None
+        return Decision("executor", kind, f"direct route: {decision.reason}")
+
+    def _decide(self, kind: str, version: str | None) -> Decision:
         name = version or BASE_VERSION
         routing, settings = self.store.routing, self.settings
         measured = routing.competence(name, kind)

@@ -104,22 +104,36 @@ class TerminalExecutor:
         """
         async with self._serving() as (model, version):
             route = self.last_route = self._route(query, model, version)
-            recorder = self.recorder
-            episode_id = (
-                None if recorder is None else await recorder.start(query, route.backend.name, context)
-            )
-            if self.router is not None and route.decision is not None:
-                self.router.record(route.decision, route.version, episode_id, context.session_id)
-            run = ExecutorRun()
-            try:
-                run = await run_executor(
-                    route.backend, context, query, self.settings,
-                    on_call=None if recorder is None or episode_id is None
-                    else lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
-                )  # fmt: skip
-            except ExecutorError as error:
-                raise ToolError(f"the executor failed: {error}") from error
-            finally:
-                if recorder is not None and episode_id is not None:
-                    await recorder.finish(episode_id, run)
-            return run.report()
+            return (await self._run(route, query, context)).report()
+
+    async def run_direct(self, request: str, context: ToolContext) -> ExecutorRun | None:
+        """The direct route (routing.py `decide_direct`): a person's whole message run by the
+        executor model without the planner; None when the serving version does not take it.
+        Raises ToolError when the executor model fails."""
+        async with self._serving() as (model, version):
+            if self.router is None or model is None:
+                return None
+            decision = self.router.decide_direct(request, version)
+            if decision is None:
+                return None
+            return await self._run(Route(model, decision.reason, decision, version), request, context)
+
+    async def _run(self, route: Route, query: str, context: ToolContext) -> ExecutorRun:
+        """The executor loop on `route`, its decision and episode recorded."""
+        recorder = self.recorder
+        episode_id = None if recorder is None else await recorder.start(query, route.backend.name, context)
+        if self.router is not None and route.decision is not None:
+            self.router.record(route.decision, route.version, episode_id, context.session_id)
+        run = ExecutorRun()
+        try:
+            run = await run_executor(
+                route.backend, context, query, self.settings,
+                on_call=None if recorder is None or episode_id is None
+                else lambda _index, completion, messages: recorder.record(episode_id, completion, messages),
+            )  # fmt: skip
+        except ExecutorError as error:
+            raise ToolError(f"the executor failed: {error}") from error
+        finally:
+            if recorder is not None and episode_id is not None:
+                await recorder.finish(episode_id, run)
+        return run

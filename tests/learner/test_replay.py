@@ -93,7 +93,9 @@ def test_held_out_replays_keep_to_the_action_format_and_training_replays_sample_
     training = ReplaySettings(group_size=2, sandbox=isolating_backend, seed=5, executor=executor)
     store = MemoryStore.open(tmp_path / "memory.db")
     free = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", training, "grpo"))
-    served = asyncio.run(replay(tasks, backend, store, tmp_path / "snapshots", as_served(training), "gate"))
+    served = asyncio.run(
+        replay(tasks, backend, store, tmp_path / "snapshots", as_served(training, temperature=0.3), "gate")
+    )
 
     free_calls = [store.trajectories.calls(a.episode_id)[0] for a in free]
     served_calls = [store.trajectories.calls(a.episode_id)[0] for a in served]
@@ -101,7 +103,13 @@ def test_held_out_replays_keep_to_the_action_format_and_training_replays_sample_
     assert not any(is_action_prefix(call.text) for call in free_calls)  # an untrained model writes anything
     assert all(call.sampling["constrained"] for call in served_calls)
     assert all(is_action_prefix(call.text) for call in served_calls)
-    assert as_served(training).executor.sampling == replace(executor.sampling, constrained=True)
+    # ... at the serving temperature (`[executor] temperature`), training replays at 1
+    assert {call.sampling["temperature"] for call in free_calls} == {1.0}
+    assert {call.sampling["temperature"] for call in served_calls} == {0.3}
+    assert as_served(training, temperature=0.3).executor.sampling == replace(
+        executor.sampling, constrained=True, temperature=0.3
+    )
+    assert as_served(training).executor.sampling.temperature == ExecutorSettings().sampling.temperature
 
 
 class OneCommand:
