@@ -25,7 +25,11 @@ How it works:
   marked, and a call's `extends_previous` is worked out here as it is in-process. The attempts
   come back in task order with the trainer's episode ids, as `replay` returns them.
 - When a chunk fails, the others are cancelled before the failure is raised (`all_or_none`'s
-  rule). The episodes name the task's snapshot id; the snapshot file itself stays on the worker.
+  rule). The episodes name the task's snapshot id; the snapshot file itself is not kept.
+- A worker keeps no directory between calls: each chunk's store, snapshots and sandboxes are in a
+  temporary directory removed when the chunk ends, and the adapter's files are written only
+  while PEFT loads them. Ray ends an actor without a word (its last handle gone, `ray.shutdown`),
+  so a directory the worker held for its lifetime would outlive it, one per worker per night.
 
 The actors live as long as this object (Ray ends an actor when its last handle goes); a local
 Ray instance that `connect` started (address "local") ends with this process.
@@ -134,7 +138,6 @@ class ReplayWorker:
         )
         self.base: Any = base.to(self.device).eval()
         self.tokenizer = ExecutorTokenizer.load(path)
-        self.scratch = Path(tempfile.mkdtemp(prefix="temper-ray-replay-"))
         self.module: Any = None  # the PeftModel, once an adapter came
         self.policy: Any = None  # a LocalModel over it, as the trainer's sampler is
         self.digest = ""
@@ -145,13 +148,12 @@ class ReplayWorker:
         from runtime.executor import LocalBackend
 
         self._use(adapter)
-        with tempfile.TemporaryDirectory(dir=self.scratch) as run:
-            store = MemoryStore.open(Path(run) / "memory.db")
+        with tempfile.TemporaryDirectory(prefix="temper-ray-replay-") as scratch:
+            run = Path(scratch)
+            store = MemoryStore.open(run / "memory.db")
             try:
                 attempts = asyncio.run(
-                    replay(
-                        tasks, LocalBackend(self.policy), store, self.scratch / "snapshots", settings, label
-                    )
+                    replay(tasks, LocalBackend(self.policy), store, run / "snapshots", settings, label)
                 )
                 return [
                     ReplayedAttempt(
@@ -174,11 +176,11 @@ class ReplayWorker:
         from runtime.executor import LocalModel
 
         if self.module is None:
-            directory = self.scratch / "adapter"
-            directory.mkdir(exist_ok=True)
-            for name, content in adapter.files.items():
-                (directory / name).write_bytes(content)
-            self.module = PeftModel.from_pretrained(self.base, directory).eval()
+            with tempfile.TemporaryDirectory(prefix="temper-adapter-") as scratch:
+                directory = Path(scratch)
+                for name, content in adapter.files.items():
+                    (directory / name).write_bytes(content)
+                self.module = PeftModel.from_pretrained(self.base, directory).eval()
             self.policy = LocalModel(self.module, self.tokenizer, name=adapter.name, device=self.device)
         else:  # the same adapter shape, new weights: loaded in place
             set_peft_model_state_dict(self.module, load_tensors(adapter.files["adapter_model.safetensors"]))

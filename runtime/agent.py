@@ -398,6 +398,12 @@ class Agent:
                     raise result
 
     async def close(self) -> None:
-        await self.drain()
-        await self.workspaces.close()
-        await close_model_clients()
+        """Drain the after-reply work, then put the sandboxes away and close the model clients;
+        those two also when the drain fails or is cut short (a forced exit's timeout)."""
+        try:
+            await self.drain()
+        finally:
+            try:
+                await self.workspaces.close()
+            finally:
+                await close_model_clients()

@@ -65,5 +65,14 @@ class Workspaces:
             await sandbox.stop()
 
     async def close(self) -> None:
-        for session_id in list(self._open):
-            await self.put_away(session_id)
+        """Put every sandbox away. One that cannot be snapshotted (a full disk, a file its
+        command made unreadable) is still stopped, and so are all the others: the first
+        failure is raised once none is left running."""
+        failure: BaseException | None = None
+        while self._open:
+            try:
+                await self.put_away(next(iter(self._open)))
+            except BaseException as error:  # a cancellation too: raised once all are stopped
+                failure = failure or error
+        if failure is not None:
+            raise failure

@@ -9,7 +9,9 @@ The worker (connectors/nightly/worker.py) gets the daemon's resolved config on i
 setting given by a `TEMPER_*` variable or a secret from the environment reaches it as the daemon
 saw it, while its environment holds only what a Python process needs. Its output goes to
 `<data_dir>/learner/worker.log`; a worker that fails or dies (killed, out of memory) becomes a
-`WorkerFailed` carrying the last lines it logged.
+`WorkerFailed` carrying the last lines it logged. Its temporary files (TMPDIR: the directories
+of the sandboxes it replays tasks in) are in a directory of its own, removed when it exits,
+however it exits: one killed mid-replay leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -73,15 +77,27 @@ class NightlyRun:
         result_file.unlink(missing_ok=True)
         log_file = self.directory / LOG_FILE
         minutes = self.settings.minutes or self.config.learner.budget_minutes
-        with _open_log(log_file) as output:
-            log_start = output.tell()
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", WORKER_MODULE, str(result_file), str(minutes),
-                str(self.settings.iterations), str(self.settings.per_family), str(os.getpid()),
-                stdin=asyncio.subprocess.PIPE, stdout=output, stderr=asyncio.subprocess.STDOUT,
-                env=worker_environment(self.environ, self.config.learner.torch_threads),
-                start_new_session=True,  # a Ctrl-C at the daemon's terminal is the daemon's to handle
-            )  # fmt: skip
+        # The worker's temporary files (its sandboxes' directories above all) go here, removed
+        # when it exits however it exits: a worker killed mid-replay cannot remove its own.
+        scratch = Path(tempfile.mkdtemp(prefix="temper-learner-"))
+        scratch.chmod(0o711)  # sandboxes run as nobody when we are root: their roots are in here
+        environment = {
+            **worker_environment(self.environ, self.config.learner.torch_threads),
+            "TMPDIR": str(scratch),
+        }
+        try:
+            with _open_log(log_file) as output:
+                log_start = output.tell()
+                self.process = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", WORKER_MODULE, str(result_file), str(minutes),
+                    str(self.settings.iterations), str(self.settings.per_family), str(os.getpid()),
+                    stdin=asyncio.subprocess.PIPE, stdout=output, stderr=asyncio.subprocess.STDOUT,
+                    env=environment,
+                    start_new_session=True,  # a Ctrl-C at the daemon's terminal is the daemon's to handle
+                )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         log.info("learning cycle started in worker pid %d (log: %s)", self.process.pid, log_file)
         try:
             assert self.process.stdin is not None
@@ -94,6 +110,7 @@ class NightlyRun:
             raise
         finally:
             self.process = None
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
         outcome = _read_outcome(result_file)
         if self._stopped and (code != 0 or outcome is None):
             return CycleOutcome(False, "cancelled", error="stopped with the daemon")

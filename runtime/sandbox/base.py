@@ -9,6 +9,10 @@ root/                 (0711, so an unprivileged sandbox user can traverse it)
 ```
 
 Invariants:
+- `root` is removed however the sandbox ends: stopped, failing to start, or cancelled while it
+  starts or stops (a replay cancels dozens at once when one attempt fails). Blocking file work
+  runs in a thread that is awaited to its end even when cancelled, so it never runs on after
+  the directory was removed.
 - Commands, file reads/writes and snapshots are serialised by one lock: a file operation never
   races a running command.
 - When a command returns (exit or timeout), nothing it started is still running: backends kill
@@ -25,22 +29,26 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import shutil
 import stat
 import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from runtime.sandbox.errors import SandboxStateError, WorkspacePathError
 from runtime.sandbox.snapshot import Snapshot, copy_tree, restore_snapshot, take_snapshot
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILLED_EXIT_CODE = 128 + 9  # what a shell reports for SIGKILL; every backend reports timeouts so
+
+T = TypeVar("T")
 
 WorkspaceState = Snapshot | Path | None
 """Where a workspace starts: a snapshot, a host directory to copy, or None for empty."""
@@ -126,24 +134,29 @@ class Sandbox(ABC):
     async def start(self, workspace_state: WorkspaceState = None) -> None:
         if self._root is not None:
             raise SandboxStateError(f"{self.name} sandbox was already started")
-        self._root = await asyncio.to_thread(self._make_root, workspace_state)
+        # Made here, before any await (one mkdir), so that every way out below, a cancellation
+        # included, knows the directory to remove.
+        self._root = Path(tempfile.mkdtemp(prefix="temper-sandbox-", dir=self.options.workdir_root))
         try:
+            await _in_thread_to_the_end(self._fill_root, self._root, workspace_state)
             await self._boot()
         except BaseException:
-            await asyncio.to_thread(shutil.rmtree, self._root, True)
             self._stopped = True
+            await _in_thread_to_the_end(_remove_tree, self._root)
             raise
 
     async def stop(self) -> None:
-        """Stop the backend and delete the workspace. Safe to call twice."""
+        """Stop the backend and delete the workspace. Safe to call twice; the directory is
+        deleted even when the stop is cancelled or the backend fails to stop."""
         if self._root is None or self._stopped:
             return
-        async with self._lock:
-            self._stopped = True
-            try:
+        try:
+            async with self._lock:
+                self._stopped = True
                 await self._shutdown()
-            finally:
-                await asyncio.to_thread(shutil.rmtree, self._root, True)
+        finally:
+            self._stopped = True
+            await _in_thread_to_the_end(_remove_tree, self._root)
 
     async def __aenter__(self) -> Sandbox:
         if self._root is None:
@@ -228,25 +241,20 @@ class Sandbox(ABC):
         if self._stopped:
             raise SandboxStateError(f"{self.name} sandbox was stopped")
 
-    def _make_root(self, state: WorkspaceState) -> Path:
-        root = Path(tempfile.mkdtemp(prefix="temper-sandbox-", dir=self.options.workdir_root))
-        try:
-            root.chmod(0o711)
-            workspace, home = root / "workspace", root / "home"
-            workspace.mkdir()
-            home.mkdir(mode=0o700)
-            if isinstance(state, Snapshot):
-                restore_snapshot(state, workspace)
-            elif state is not None:
-                copy_tree(Path(state), workspace)
-            owner = self._owner()
-            if owner is not None:
-                for path in [home, workspace, *_tree(workspace)]:
-                    os.chown(path, *owner, follow_symlinks=False)
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        return root
+    def _fill_root(self, root: Path, state: WorkspaceState) -> None:
+        """Make the workspace and home in `root` (blocking I/O); the caller removes `root` on error."""
+        root.chmod(0o711)
+        workspace, home = root / "workspace", root / "home"
+        workspace.mkdir()
+        home.mkdir(mode=0o700)
+        if isinstance(state, Snapshot):
+            restore_snapshot(state, workspace)
+        elif state is not None:
+            copy_tree(Path(state), workspace)
+        owner = self._owner()
+        if owner is not None:
+            for path in [home, workspace, *_tree(workspace)]:
+                os.chown(path, *owner, follow_symlinks=False)
 
     def _resolve(self, path: str) -> Path:
         """The host path for `path` (relative, or absolute under `workdir`) in the workspace."""
@@ -279,6 +287,44 @@ class Sandbox(ABC):
             if owner is not None:
                 os.fchown(fd, *owner)
             stream.write(payload)
+
+
+async def _in_thread_to_the_end(function: Callable[..., T], *args: object) -> T:
+    """`function(*args)` in a thread, awaited to its end even when the caller is cancelled
+    meanwhile; the cancellation is raised afterwards. A cancelled `asyncio.to_thread` returns at
+    once while its thread runs on: a workspace would be filled after it was removed (or made
+    and never removed), and a removal would still be under way when `stop` returned."""
+    future = asyncio.get_running_loop().run_in_executor(None, function, *args)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(future)
+        except asyncio.CancelledError as error:
+            if future.cancelled():  # the executor itself gave up on it: nothing more to wait for
+                raise
+            cancelled = error
+            continue
+        break
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+def _remove_tree(root: Path) -> None:
+    """Delete a sandbox's directory, including what its commands made read-only: an entry of a
+    directory without write permission cannot be unlinked (root aside), so `chmod -w dir` or a
+    Go module cache would otherwise keep the whole root alive. No command runs any more, so
+    nothing swaps a directory for a symlink while this walks."""
+    shutil.rmtree(root, ignore_errors=True)
+    if not root.exists():
+        return
+    for directory, dirnames, _ in os.walk(root):  # top-down: a directory is opened before listed
+        for name in dirnames:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):  # not ours: nothing to be done
+                    os.chmod(path, 0o700)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _read_regular(target: Path) -> bytes:

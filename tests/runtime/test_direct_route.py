@@ -77,8 +77,9 @@ def inbound(text: str) -> Inbound:
 
 
 async def turn(agent: Agent, text: str) -> list:
+    """The test's one turn, its after-reply work, then the agent closed: its sandbox put away."""
     events = [event async for event in agent.turn(inbound(text))]
-    await agent.drain()
+    await agent.close()
     return events
 
 
