@@ -15,7 +15,9 @@ tasks and on a frozen regression suite (the synthetic suite's held-out families,
 instances). Replays run in `[sandbox] backend` under `[sandbox] timeout_s`. A cycle works in
 `<data_dir>/learner/cycles/<started>/`; one interrupted (Ctrl-C, a crash) resumes from its
 checkpoint when `temper learn --now` runs again within the same day. The harvest window's end is
-kept in `<data_dir>/learner/collected_until`, written when a night finishes.
+kept in `<data_dir>/learner/collected_until`, written when a night finishes. With `[learner]
+verifier_calls` above 0, the planner (`[models.planner]`) writes checks for that many of the
+night's episode tasks (learner/tasks/written_verifier.py); without a key for it, none are written.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from connectors.config import Config
     from learner.night import NightSettings
     from learner.served import ServedSampler
+    from runtime.models import ChatModel
 
 REGRESSION_SEED = 0  # the synthetic suite's held-out instances every night compares on
 COLLECTED_FILE = "collected_until"  # the end of the last finished night's harvest window
@@ -106,13 +109,20 @@ async def run_learning_cycle(
 
     # The configured secrets redact the replays' trajectories: an episode that printed one is
     # marked, and never becomes a training row (the report counts it).
+    planner = verifier_planner(config, say)
     with open_memory(config) as store:
-        night = await run_night(
-            Path(settings.model_dir), store, work_dir, versions, night_settings(config, iterations, seed, deadline),
-            since=since, snapshot_dir=config.data_dir / "snapshots", extra_train=extra_train,
-            regression=regression, say=say, on_iteration=on_iteration,
-            on_phase=lambda phase: report_progress({"phase": phase}),
-        )  # fmt: skip
+        try:
+            night = await run_night(
+                Path(settings.model_dir), store, work_dir, versions, night_settings(config, iterations, seed, deadline),
+                since=since, snapshot_dir=config.data_dir / "snapshots", extra_train=extra_train,
+                regression=regression, say=say, on_iteration=on_iteration,
+                on_phase=lambda phase: report_progress({"phase": phase}), planner=planner,
+            )  # fmt: skip
+        finally:
+            if planner is not None:
+                from runtime.models import close_model_clients
+
+                await close_model_clients()
     result = night.cycle
     report = report_cycle(
         config.data_dir,
@@ -142,10 +152,11 @@ async def run_learning_cycle(
 def night_settings(config: Config, iterations: int, seed: int, deadline: float | None) -> NightSettings:
     """The night the config describes: replays in the configured sandbox, under its command
     timeout ceiling, with its turns and completion tokens; the rows' length limit; the harvest's
-    time split and size limit; the gate's margin; GRPO's learning rate, updates per batch, LoRA
+    time split and size limit; the planner-written checks' budget; the gate's margin; GRPO's learning rate, updates per batch, LoRA
     shape and gradient checkpointing (the distillation's too); the executor's device, dtype and attention implementation
     and the learner's torch threads (every load of the night uses them); the Ray cluster the
     training replays run on, when `[learner] ray_address` names one."""
+    from connectors.redaction import configured_secrets
     from learner.cycle import CycleSettings
     from learner.gate import GateSettings
     from learner.night import NightSettings
@@ -153,7 +164,7 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
     from learner.ray_replay import RaySettings
     from learner.replay import ReplaySettings, as_served
     from learner.rows import RowSettings
-    from learner.tasks import HarvestSettings
+    from learner.tasks import HarvestSettings, VerifierSettings
     from learner.train import TrainSettings
     from runtime.executor import SamplingParams
     from runtime.executor.loop import ExecutorSettings
@@ -196,11 +207,27 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
         harvest=HarvestSettings(
             heldout_fraction=learner.heldout_fraction, max_workspace_bytes=learner.max_workspace_mb << 20
         ),
+        # The configured secrets never reach the planner's prompt (a task that shows one is not sent).
+        verifiers=VerifierSettings(calls=learner.verifier_calls, secrets=tuple(configured_secrets(config))),
         # The distilled adapter is where GRPO starts, so it has the configured LoRA shape.
         distill=replace(
             NightSettings().distill, lora=lora, gradient_checkpointing=learner.gradient_checkpointing
         ),
     )  # fmt: skip
+
+
+def verifier_planner(config: Config, say: Callable[[str], object]) -> ChatModel | None:
+    """The planner that writes the night's checks (`[learner] verifier_calls` above 0); None when
+    they are off, or when the planner has no key (said: the night goes on without them)."""
+    if not config.learner.verifier_calls:
+        return None
+    from runtime.models import ModelAuthError, model_from_slot
+
+    try:
+        return model_from_slot(config.models.planner)
+    except ModelAuthError as error:
+        say(f"no planner-written checks tonight: {error}")
+        return None
 
 
 def served_sampler(config: Config) -> ServedSampler | None:

@@ -4,7 +4,10 @@
               newest of them held out (the time split), the rest trained on; exclusions counted.
               The user's held-out set keeps earlier nights' held-out tasks too (the newest
               `max_user_heldout`, listed in `heldout_episodes.json` beside the nights'
-              directories), checked again: more evidence for the gate, more kinds measured
+              directories), checked again: more evidence for the gate, more kinds measured.
+              With a planner and `verifiers.calls`, planner-written checks replace the outcome's
+              file comparison where they are kept (learner/tasks/written_verifier.py; kept
+              scripts in `verifiers/` beside the nights' directories)
     distill   the planner's successful executor episodes -> supervised targets: an adapter
               imitates them (SFT on the LoRA adapter, learner/sft.py), and training starts from
               it only when it does at least as well as the version in service on some of
@@ -13,8 +16,10 @@
               the user's held-out tasks, where the candidate must be better, and the synthetic
               suite's held-out families, where it must not be worse than a margin
     measure   the held-out success per kind of task (runtime/executor/kinds.py) of the version in
-              service after the night, stored for routing (memory/routing.py): the executor takes
-              a kind only where it has proven itself
+              service after the night, on the user's held-out tasks, stored for routing
+              (memory/routing.py): the executor takes a kind only where it has proven itself on
+              what this user asks (the regression suite's instances, made to be hard, stay the
+              gate's: a kind they share with the user's would be judged on other people's tasks)
 
 Training tasks, drawn in this order of preference (CycleSettings.source_weights): the day's
 episode tasks, imported task folders, the synthetic suite.
@@ -28,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -38,7 +43,7 @@ from learner.gate import HeldoutResult, success_by_kind
 from learner.policy import LoraSettings
 from learner.replay import ReplaySettings
 from learner.sft import SFTExample, SFTSettings, sft
-from learner.tasks import Task
+from learner.tasks import Task, VerifierSettings, WrittenVerifiers, write_verifiers
 from learner.tasks.episodes import (
     Harvest,
     HarvestSettings,
@@ -50,12 +55,14 @@ from learner.train import StepMetrics
 from learner.versions import ExecutorVersions
 from memory import BASE_VERSION, MemoryStore
 from runtime.executor import LocalBackend, LocalModel, TaskKinds
+from runtime.models import ChatModel
 
 
 @dataclass(frozen=True)
 class NightSettings:
     cycle: CycleSettings = field(default_factory=CycleSettings)
     harvest: HarvestSettings = field(default_factory=HarvestSettings)
+    verifiers: VerifierSettings = field(default_factory=VerifierSettings)  # planner-written checks
     # Distillation trains the LoRA adapter GRPO will start from; at least this many examples.
     distill: SFTSettings = field(
         default_factory=lambda: SFTSettings(lora=LoraSettings(rank=8), max_epochs=4, learning_rate=2e-3)
@@ -79,6 +86,7 @@ class NightResult:
     competence: dict[str, tuple[float, int]]  # kind -> (held-out success, tasks) of the version in service
     serving: str  # the version in service after the night (BASE_VERSION: the base model)
     distillation: str = "none: fewer successful planner episodes than the minimum"  # what happened
+    verifiers: WrittenVerifiers | None = None  # the planner-written checks (None: off)
 
     def lines(self) -> list[str]:
         decision = self.cycle.decision
@@ -86,6 +94,7 @@ class NightResult:
         kinds = ", ".join(f"{kind} {rate:.2f}" for kind, (rate, _) in sorted(self.competence.items()))
         return [
             self.harvest.line(),
+            *([self.verifiers.line()] if self.verifiers is not None else []),
             f"distillation: {self.distillation}",
             f"gate: {outcome} (mean {decision.mean_current:.2f} -> {decision.mean_candidate:.2f})",
             f"in service: {self.serving}; held-out success by kind: {kinds or 'none measured'}",
@@ -106,9 +115,11 @@ async def run_night(
     say: Callable[[str], object] = lambda _line: None,
     on_phase: Callable[[str], None] | None = None,
     on_iteration: Callable[[int, float, StepMetrics], None] | None = None,
+    planner: ChatModel | None = None,
 ) -> NightResult:
     """One night on the episodes recorded since `since`. `extra_train`: imported and synthetic
-    training tasks; `regression`: the frozen suite's held-out tasks."""
+    training tasks; `regression`: the frozen suite's held-out tasks; `planner`: writes checks for
+    the user's tasks (`settings.verifiers`; None: none written)."""
     phase = on_phase or (lambda _name: None)
     phase("collect")
     harvest = await harvest_episodes(
@@ -125,6 +136,17 @@ async def run_night(
     earlier = await heldout_again(
         store, snapshot_dir, earlier_ids, settings=settings.harvest, backend=settings.cycle.replay.sandbox
     )
+    written = None
+    if settings.verifiers.calls:
+        written = await write_verifiers(
+            [*user_train, *tonight, *earlier], planner, settings.verifiers,
+            backend=settings.cycle.replay.sandbox, saved=work_dir.parent / VERIFIER_DIR,
+        )  # fmt: skip
+        say(written.line())
+        checked = {task.id: task for task in written.tasks}
+        user_train, tonight, earlier = (
+            [checked[t.id] for t in part] for part in (user_train, tonight, earlier)
+        )
     user_heldout = [*earlier, *tonight][-settings.max_user_heldout :]
     if earlier:
         say(f"user's held-out tasks: {len(tonight)} from tonight, {len(earlier)} from earlier nights")
@@ -160,13 +182,15 @@ async def run_night(
 
     phase("measure")
     serving = result.version.name if result.version else (current.name if current else BASE_VERSION)
-    served = _served_results(result)
-    tasks = {task.id: task for task in [*user_heldout, *regression]}
+    tasks = {task.id: task for task in user_heldout}
+    served = _served_results(result, tasks)
     kinds = TaskKinds(store)
     competence = success_by_kind(served, lambda task_id: kinds.kind_of(tasks[task_id].instruction))
     store.routing.record_competence(serving, competence, source="gate")
     ledger.write([_episode_id(task) for task in user_heldout])
-    return NightResult(harvest, len(examples) if train_from else 0, result, competence, serving, distillation)
+    return NightResult(
+        harvest, len(examples) if train_from else 0, result, competence, serving, distillation, written
+    )
 
 
 async def _distillation_helps(
@@ -215,6 +239,7 @@ async def _evaluate_with(
 
 
 HELDOUT_LEDGER = "heldout_episodes.json"  # beside the nights' directories
+VERIFIER_DIR = "verifiers"  # the kept planner-written checks, <task id>.sh, beside them too
 
 
 class HeldoutLedger:
@@ -241,15 +266,12 @@ def _episode_id(task: Task) -> int:
     return int(task.source.split(":", 1)[1])
 
 
-def _served_results(result: CycleResult) -> list[HeldoutResult]:
-    """The held-out results of the executor in service after the gate: the candidate's when it
-    was promoted, else the current one's."""
-    promoted = result.version is not None
-    evaluations: list[Evaluation | None] = [
-        result.candidate if promoted else result.current,
-        result.regression_candidate if promoted else result.regression_current,
-    ]
-    return [r for evaluation in evaluations if evaluation is not None for r in evaluation.results]
+def _served_results(result: CycleResult, user_tasks: Collection[str]) -> list[HeldoutResult]:
+    """The held-out results on `user_tasks` of the executor in service after the gate: the
+    candidate's when it was promoted, else the current one's (a night without user held-out
+    tasks gated on the regression suite alone: none)."""
+    evaluation = result.candidate if result.version is not None else result.current
+    return [r for r in evaluation.results if r.task in user_tasks]
 
 
 def _distill(

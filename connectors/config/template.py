@@ -126,7 +126,9 @@ torch_threads = 1
 heldout_fraction = 0.25
 # Episodes whose workspace is larger than this are not turned into tasks.
 max_workspace_mb = 64
-# Planner-written verifier scripts per night (0: none; tasks are scored by their reference outcome).
+# Planner calls a night, each writing a check script for one of the day's tasks (0: none; tasks are
+# scored by their reference outcome). A script is kept only if it passes on the reference end state
+# and fails on the start state; it then judges the files instead of the exact end-state comparison.
 verifier_calls = 0
 # The candidate may be at most this much worse than the current executor on the regression suite.
 non_inferiority_margin = 0.05

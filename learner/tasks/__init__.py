@@ -11,6 +11,8 @@
     harvest_episodes         the day's executor episodes as sound tasks scored by their outcome
     distillation_examples    the planner's successful executor calls as supervised targets
     export_task              a task with an outcome as a Harbor / terminal-bench 2 folder
+    write_verifiers          planner-written checks for episode tasks, kept when they pass on the
+                             reference end state and fail on the start state
 
 Exceptions: TaskError > TaskFormatError.
 """
@@ -53,6 +55,7 @@ from learner.tasks.synthetic_curriculum import (
 )
 from learner.tasks.task import Split, Task, TaskError, TaskFormatError, reference_actions
 from learner.tasks.tbench import ImportedTasks, SkippedFolder, import_tasks, is_task_dir, load_task_dir
+from learner.tasks.written_verifier import VerifierSettings, WrittenVerifiers, write_verifiers
 
 __all__ = [
     "ANSWER_FILE",
@@ -74,6 +77,8 @@ __all__ = [
     "TaskCheck",
     "TaskError",
     "TaskFormatError",
+    "VerifierSettings",
+    "WrittenVerifiers",
     "check_task",
     "check_tasks",
     "distillation_examples",
@@ -96,4 +101,5 @@ __all__ = [
     "task_snapshot",
     "verify",
     "workspace_state",
+    "write_verifiers",
 ]

@@ -4,6 +4,7 @@
     task_snapshot(task, store)            the same workspace as a content-addressed snapshot
     verify(task, sandbox, trace)          copy in the verifier's files, run the check: exit 0;
                                           or, for a task with an `outcome`, compare with it
+                                          (its files by its written check, when it has one)
     run_attempt(task, commands, backend)  a fresh sandbox, the commands, the verdict
     run_reference(task, backend)          run_attempt with the task's reference solution
     observe_outcome(task, commands, ...)  what commands do to the task's workspace (outcome.py)
@@ -32,7 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import cast
 
-from learner.tasks.outcome import AttemptTrace, Outcome, State, diff, files_state, workspace_state
+from learner.tasks.outcome import (
+    AttemptTrace,
+    Outcome,
+    State,
+    answer_matches,
+    diff,
+    files_state,
+    workspace_state,
+)
 from learner.tasks.task import FileContent, Task
 from runtime.sandbox import (
     BackendName,
@@ -149,6 +158,13 @@ async def _verdict(task: Task, sandbox: Sandbox, trace: AttemptTrace) -> tuple[b
     if task.outcome is None:
         check = await _check(task, sandbox)
         return check.ok, _render(check, prefix="verifier")
+    if task.written_verifier:  # the written check judges the files; the answer is compared as ever
+        check = await _check(task, sandbox)
+        verdict = _render(check, prefix="verifier")
+        answer = task.outcome.answer
+        if answer is not None and not answer_matches(answer, trace):
+            return False, verdict + f"\noutcome: the answer does not match {answer!r}"
+        return check.ok, verdict
     end = await asyncio.to_thread(workspace_state, sandbox.workspace)
     differences = task.outcome.differences(diff(start_state(task), end), trace)
     if not differences:

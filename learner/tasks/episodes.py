@@ -30,16 +30,20 @@ is the reason it is excluded (each counted):
    (`check_task`, as `temper tasks check` does).
 
 Every replay runs in a fresh isolating sandbox (`isolating_backend`: docker or bwrap; `local`
-only when the caller passes it by name). Accepted tasks are split by time: the newest
-`heldout_fraction` of them (by episode time) are "heldout", the rest "train", with at least one
-of each when there are two or more and the fraction is not 0.
+only when the caller passes it by name). Accepted tasks are split by time within each kind of
+task (runtime/executor/kinds.py): of a kind's tasks, the newest `heldout_fraction` (by episode
+time) are "heldout", the rest "train", with at least one of each when the kind has two or more
+and the fraction is not 0; the kinds seen once are split so together, as one group. Split per
+kind, every kind the user asks for twice is measured on held-out tasks of its own, which is what
+routing reads; a plain time split held out only the day's last requests, and left most kinds
+unmeasured.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +53,7 @@ from learner.tasks.file_tree import read_tree
 from learner.tasks.soundness import check_task
 from learner.tasks.task import OUTCOME_VERIFIER, Task, TaskFormatError
 from memory import REWARD_RANK, ExecutorEpisode, MemoryStore, RecordedCall, UnknownRecordError
+from runtime.executor import TaskKinds
 from runtime.executor.actions import ActionParseError, Command, parse_action
 from runtime.policy import assess
 from runtime.sandbox import BackendName, SandboxOptions, Snapshot, SnapshotError, open_sandbox
@@ -196,7 +201,8 @@ async def harvest_episodes(
             harvest.excluded.append((episode.id, reason))
         else:
             accepted.append((episode.created_at, task))
-    harvest.tasks = _time_split([task for _, task in sorted(accepted, key=lambda pair: pair[0])], settings)
+    oldest_first = [task for _, task in sorted(accepted, key=lambda pair: pair[0])]
+    harvest.tasks = _time_split(oldest_first, settings, TaskKinds(store).kind_of)
     return harvest
 
 
@@ -294,16 +300,22 @@ async def heldout_again(
     return tasks
 
 
-def _time_split(tasks: list[Task], settings: HarvestSettings) -> list[Task]:
-    """The newest `heldout_fraction` of `tasks` (oldest first) marked heldout."""
-    count = len(tasks)
-    heldout = round(count * settings.heldout_fraction)
-    if settings.heldout_fraction > 0 and count >= 2:
-        heldout = min(max(heldout, 1), count - 1)
-    return [
-        replace(task, split="heldout" if index >= count - heldout else "train")
-        for index, task in enumerate(tasks)
-    ]
+def _time_split(tasks: list[Task], settings: HarvestSettings, kind_of: Callable[[str], str]) -> list[Task]:
+    """`tasks` (oldest first, the order kept) with the newest `heldout_fraction` of each kind's
+    marked heldout, the rest train; see the module docstring."""
+    by_kind: dict[str, list[int]] = {}
+    for index, task in enumerate(tasks):
+        by_kind.setdefault(kind_of(task.instruction), []).append(index)
+    groups = [indices for indices in by_kind.values() if len(indices) > 1]
+    groups.append(sorted(i for indices in by_kind.values() if len(indices) == 1 for i in indices))
+    heldout: set[int] = set()
+    for indices in groups:
+        count = len(indices)
+        share = round(count * settings.heldout_fraction)
+        if settings.heldout_fraction > 0 and count >= 2:
+            share = min(max(share, 1), count - 1)
+        heldout.update(indices[count - share :] if share else ())
+    return [replace(task, split="heldout" if i in heldout else "train") for i, task in enumerate(tasks)]
 
 
 def distillation_examples(

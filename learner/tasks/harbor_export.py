@@ -7,7 +7,9 @@
                            (FROM ubuntu:24.04, WORKDIR /app, COPY . /app/) and a .dockerignore
                            that keeps both out of the image
       solution/solve.sh    the reference commands, each run as `sh -c` in the working directory
-      tests/test.sh        the outcome check: exit 0 when the outcome is reproduced
+      tests/test.sh        the outcome check: exit 0 when the outcome is reproduced; or the
+                           task's planner-written check when it has one (written_verifier.py),
+                           in tests/check.sh, followed by the answer check when there is an answer
 
 tests/test.sh checks, in the working directory, that every path (ignored names as in
 outcome.py; `tests/` and the answer file aside) is exactly the reference's end state: the same
@@ -31,7 +33,7 @@ import shlex
 from pathlib import Path, PurePosixPath
 
 from learner.tasks.attempts import start_state
-from learner.tasks.outcome import IGNORED_NAMES, SHORT_ANSWER_WORDS, Entry, answer_words
+from learner.tasks.outcome import IGNORED_NAMES, SHORT_ANSWER_WORDS, Entry, Outcome, answer_words
 from learner.tasks.task import Task, TaskError
 
 ANSWER_FILE = "answer.txt"
@@ -84,6 +86,9 @@ def export_task(task: Task, directory: Path) -> Path:
     _write(folder / "environment" / "Dockerfile", DOCKERFILE)
     _write(folder / "environment" / ".dockerignore", DOCKERIGNORE)
     _write(folder / "solution" / "solve.sh", solve_script(task), executable=True)
+    if task.written_verifier:
+        (check,) = task.verifier_files.values()
+        _write(folder / "tests" / "check.sh", check, executable=True)
     _write(folder / "tests" / "test.sh", test_script(task, end), executable=True)
     return folder
 
@@ -114,9 +119,19 @@ def solve_script(task: Task) -> str:
 
 
 def test_script(task: Task, end: dict[str, Entry]) -> str:
-    """The outcome check as a bash script run in the working directory: exit 0 = reproduced."""
+    """The outcome check as a bash script run in the working directory: exit 0 = reproduced.
+    A task with a written check runs it (tests/check.sh) instead of comparing the files."""
     outcome = task.outcome
     assert outcome is not None
+    if task.written_verifier:
+        return "\n".join([
+            "#!/bin/bash",
+            f"# The planner-written check of {task.source} (temper: learner/tasks/written_verifier.py),",
+            "# kept because it passed on the reference end state and failed on the start state.",
+            'fail() { echo "FAIL: $*"; exit 1; }',
+            'bash "$(dirname "${BASH_SOURCE[0]}")/check.sh" || fail "the check failed"',
+            *(_answer_check(outcome) if outcome.answer is not None else ["exit 0"]),
+        ]) + "\n"  # fmt: skip
     names = " -o ".join(f"-name {shlex.quote(pattern)}" for pattern in IGNORED_NAMES)
     skipped = "-path ./tests" + (f" -o -path ./{ANSWER_FILE}" if outcome.answer is not None else "")
     lines = [
@@ -146,22 +161,29 @@ def test_script(task: Task, end: dict[str, Entry]) -> str:
         "fi",
     ]
     if outcome.answer is not None:
-        words = " ".join(answer_words(outcome.answer))
-        short = 0 < len(words.split()) <= SHORT_ANSWER_WORDS
-        lines += [
-            "NORMALISE=$(cat <<'AWK'",
-            _NORMALISE_AWK.strip(),
-            "AWK",
-            ")",
-            f'[ -f {ANSWER_FILE} ] || fail "no {ANSWER_FILE}"',
-            f'[ "$(awk "$NORMALISE" {ANSWER_FILE})" = {shlex.quote(outcome.answer)} ] && exit 0',
-        ]
-        if short:
-            lines.append(
-                f'case " $(awk -v words=1 "$NORMALISE" {ANSWER_FILE}) " in *{shlex.quote(" " + words + " ")}*) exit 0;; esac'
-            )
-        lines.append(f'fail "{ANSWER_FILE} does not hold the answer"')
+        lines += _answer_check(outcome)
     return "\n".join(lines) + "\n"
+
+
+def _answer_check(outcome: Outcome) -> list[str]:
+    """The lines of test.sh that check answer.txt (after `fail` is defined): exit 0 or fail."""
+    assert outcome.answer is not None
+    words = " ".join(answer_words(outcome.answer))
+    short = 0 < len(words.split()) <= SHORT_ANSWER_WORDS
+    lines = [
+        "NORMALISE=$(cat <<'AWK'",
+        _NORMALISE_AWK.strip(),
+        "AWK",
+        ")",
+        f'[ -f {ANSWER_FILE} ] || fail "no {ANSWER_FILE}"',
+        f'[ "$(awk "$NORMALISE" {ANSWER_FILE})" = {shlex.quote(outcome.answer)} ] && exit 0',
+    ]
+    if short:
+        lines.append(
+            f'case " $(awk -v words=1 "$NORMALISE" {ANSWER_FILE}) " in *{shlex.quote(" " + words + " ")}*) exit 0;; esac'
+        )
+    lines.append(f'fail "{ANSWER_FILE} does not hold the answer"')
+    return lines
 
 
 def _manifest_line(path: str, entry: Entry) -> str:

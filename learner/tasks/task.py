@@ -10,7 +10,10 @@ are needed: `verifier_files` (a terminal-bench task's `tests/`) just before the 
 A task harvested from an episode (learner/tasks/episodes.py) is scored by its `outcome` instead
 of a shell verifier: the file changes and answer its reference produced, which an attempt must
 reproduce (learner/tasks/outcome.py). Its `verifier` is then `OUTCOME_VERIFIER`, a command that
-fails, so that code which ignores the outcome can never pass an attempt.
+fails, so that code which ignores the outcome can never pass an attempt. Such a task may carry a
+planner-written check instead (`written_verifier`, learner/tasks/written_verifier.py): then its
+`verifier` and `verifier_files` judge the workspace in place of the outcome's file changes, and
+the outcome's answer is still compared.
 
 `reference_actions` renders a self-contained reference as the executor's JSON actions: one
 action running the commands, then one `task_complete` action. That is the target of supervised
@@ -67,6 +70,7 @@ class Task:
     tags: tuple[str, ...] = ()
     docker_needs: tuple[str, ...] = ()  # why it needs its own image; empty: runs in any sandbox
     outcome: Outcome | None = field(default=None, hash=False)  # when set, it scores, not `verifier`
+    written_verifier: bool = False  # with an outcome: `verifier` judges the files, the outcome the answer
 
     def __post_init__(self) -> None:
         if self.split not in ("train", "heldout"):

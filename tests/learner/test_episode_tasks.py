@@ -164,12 +164,30 @@ def test_each_excluded_episode_is_refused_with_its_reason(store: MemoryStore, tm
     assert [task.id for task in again.tasks] == [f"ep{twin}"]  # ids only: its twin stands in for it now
 
 
-def test_the_newest_tasks_are_held_out(store: MemoryStore, tmp_path: Path) -> None:
+def test_the_newest_tasks_of_each_kind_are_held_out(store: MemoryStore, tmp_path: Path) -> None:
     for name in ("a", "b", "c", "d"):
         asyncio.run(record_episode(store, tmp_path, [f"cp notes.txt {name}.txt"]))
     found = harvest(store, tmp_path, heldout_fraction=0.25)
     assert [task.split for task in found.tasks] == ["train", "train", "train", "heldout"]
     assert [task.split for task in harvest(store, tmp_path, heldout_fraction=0.1).tasks][-1] == "heldout"
+    # Two kinds, the second asked for first: each kind keeps its own newest task back, so both
+    # are measured (a plain time split held out only the last two requests, both of one kind).
+    sort = "sort the lines of notes.txt into sorted.txt"
+    for command in ("sort notes.txt > s1.txt", "sort notes.txt > s2.txt", "sort notes.txt > s3.txt"):
+        asyncio.run(record_episode(store, tmp_path, [command], query=sort))
+    for name in ("e", "f"):
+        asyncio.run(
+            record_episode(store, tmp_path, [f"cp notes.txt {name}.txt"], query="copy notes.txt to x.txt")
+        )
+    found = harvest(store, tmp_path, heldout_fraction=0.25)
+    assert [(task.instruction[:4], task.split) for task in found.tasks] == [
+        ("tidy", "train"), ("tidy", "train"), ("tidy", "train"), ("tidy", "heldout"),
+        ("sort", "train"), ("sort", "train"), ("sort", "heldout"),
+        ("copy", "train"), ("copy", "heldout"),
+    ]  # fmt: skip
+    lonely = "count the words of notes.txt into words.txt"
+    asyncio.run(record_episode(store, tmp_path, ["wc -w < notes.txt > w.txt"], query=lonely))
+    assert [task.split for task in harvest(store, tmp_path, heldout_fraction=0.25).tasks][-1] == "train"
 
 
 def test_distillation_takes_the_planners_successful_calls(store: MemoryStore, tmp_path: Path) -> None:
