@@ -16,6 +16,15 @@ Scores are positive, higher is better (FTS5's bm25 is negative). Same k1/b as FT
 ranks among a subset: idf from that subset's counts (recall_rank.py), lengths as before.
 
     temper_matched(messages_fts)   -- how many of the query's phrases the row holds
+
+    temper_leading(messages_fts, df_0, ...)        -- m: how many scored phrases (df >= 0)
+                                                      the row holds, in order, before the
+                                                      first it lacks
+    temper_rank_leading(messages_fts, df_0, ...)   -- BM25 over those m phrases only
+
+These two let one query answer all of search.py's relaxation stages at once: with the terms
+in rarity order, a row holding the first m of n belongs to stage n - m and is scored as that
+stage's own query would score it.
 """
 
 import math
@@ -34,7 +43,23 @@ def temper_rank_in(api: apsw.FTS5ExtensionApi, documents: float, *dfs: float) ->
     return _bm25(api, api.row_count if documents < 0 else documents, dfs)
 
 
-def _bm25(api: apsw.FTS5ExtensionApi, documents: float, dfs: tuple[float, ...]) -> float:
+def temper_leading(api: apsw.FTS5ExtensionApi, *dfs: float) -> int:
+    held = 0
+    for phrase, df in enumerate(dfs):
+        if df >= 0:
+            if not api.phrase_column_offsets(phrase, 0):
+                break
+            held += 1
+    return held
+
+
+def temper_rank_leading(api: apsw.FTS5ExtensionApi, *dfs: float) -> float:
+    return _bm25(api, api.row_count, dfs, leading=True)
+
+
+def _bm25(
+    api: apsw.FTS5ExtensionApi, documents: float, dfs: tuple[float, ...], leading: bool = False
+) -> float:
     constants = api.aux_data
     if constants is None:  # once per query (the dfs are bound): FTS5 keeps the totals in one record
         average_length = max(api.column_total_size(0) / max(1, api.row_count), 1e-9)
@@ -48,9 +73,11 @@ def _bm25(api: apsw.FTS5ExtensionApi, documents: float, dfs: tuple[float, ...]) 
     length_norm = K1 * (1 - B + B * api.column_size(0) / average_length)
     score = 0.0
     for phrase, idf in idfs:
-        frequency = len(api.phrase_locations(phrase)[0])
+        frequency = len(api.phrase_column_offsets(phrase, 0))
         if frequency:
             score += idf * frequency * (K1 + 1) / (frequency + length_norm)
+        elif leading:
+            break
     return score
 
 
@@ -62,3 +89,5 @@ def register(connection: apsw.Connection) -> None:
     connection.register_fts5_function("temper_rank", temper_rank)
     connection.register_fts5_function("temper_rank_in", temper_rank_in)
     connection.register_fts5_function("temper_matched", temper_matched)
+    connection.register_fts5_function("temper_leading", temper_leading)
+    connection.register_fts5_function("temper_rank_leading", temper_rank_leading)

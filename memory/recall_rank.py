@@ -88,8 +88,8 @@ def question_scores(
 
 def _count(db: apsw.Connection, expression: str) -> int:
     return db.execute(
-        "select count(*) from (select rowid from messages_fts where messages_fts match ? limit ?)",
-        (expression, SCOPE_CAP),
+        f"select count(*) from (select rowid from messages_fts where messages_fts match ? limit {SCOPE_CAP:d})",
+        (expression,),
     ).fetchone()[0]
 
 

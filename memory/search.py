@@ -26,16 +26,22 @@ The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common wor
   - each FTS query reads matches newest first (`order by rowid desc`, served natively by
     FTS5) and stops at WINDOW rows, so a query made only of common words ranks its newest
     WINDOW matches instead of hundreds of thousands;
-  - document frequencies come from probes that stop counting at PROBE_CAP, never from a
-    full posting-list read; a term under RARE_DF is rare and its stages are exact;
+  - document frequencies come from probes that stop counting at COUNT_CAP, never from a
+    full posting-list read: exact below it, extrapolated beyond from how far into the
+    history the counted matches reach, capped at PROBE_CAP; a term under RARE_DF is rare and
+    its stages are exact;
   - scope filters (user, session, role) are tokens in the index's `scope` column, so FTS5
-    intersects posting lists rather than filtering afterwards.
+    intersects posting lists rather than filtering afterwards;
+  - limits are written into the SQL, not bound: SQLite hands an FTS5 query's LIMIT to the
+    index, and a statement whose bound LIMIT the index has seen is prepared again on every
+    run (measured: 10-30 us a statement, a tenth of a typical search).
 """
 
 import math
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import apsw
 
@@ -53,7 +59,8 @@ OR_WINDOW = 100  # OR of common words: weak matches, ranked in a smaller window
 MAX_DROPPED = 3  # relaxation drops at most this many of the most common terms
 OR_STAGE = MAX_DROPPED + 1
 OVERLAP_WEIGHT = 2.0
-PROBE_CAP = 1_000  # document-frequency probes stop counting here
+PROBE_CAP = 1_000  # document frequencies are capped here: a term this frequent is common
+COUNT_CAP = 250  # probes count this many matches, and extrapolate beyond (>= RARE_DF)
 RARE_DF = 250
 SCAN_CAP = 20_000  # newest messages in scope that a substring scan reads
 MAX_LIMIT = 200
@@ -152,13 +159,16 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
         return []
     limit = max(1, min(limit, MAX_LIMIT))
     pool = max(limit, POOL) if question.is_question else limit
+    snippets = Snippets(db, parsed.terms)  # each row is tokenised once: overlap and snippet
     ranked: list[_Ranked] = []
     if question.window is not None:  # the hits from around the date the question names first
-        ranked = _ranked(db, parsed, scope.within(question.window), pool, question.is_question)
+        ranked = _ranked(db, parsed, snippets, scope.within(question.window), pool, question.is_question)
     in_window = [item.row[0] for item in ranked]
     seen = set(in_window)
     rest = [
-        item for item in _ranked(db, parsed, scope, pool, question.is_question) if item.row[0] not in seen
+        item
+        for item in _ranked(db, parsed, snippets, scope, pool, question.is_question)
+        if item.row[0] not in seen
     ]
     ranked += rest
     if question.is_question:  # the first `pool` of each ranking, reranked for the question
@@ -167,7 +177,7 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
         order = with_context(db, scores, scope.row_sql())[:limit]
     else:
         order = [(item.row[0], item.score) for item in ranked[:limit]]
-    return _hits(db, order, ranked, parsed)
+    return _hits(db, order, ranked, parsed, snippets)
 
 
 def _question_scores(
@@ -181,7 +191,7 @@ def _question_scores(
     """recall_rank.py's scores, blended like the staged ranking's (recency, overlap with the
     question), plus STAGED_PRIOR / (staged rank + 1): the staged order still breaks near-ties
     (a message holding every typed term beats one holding the rarest only)."""
-    by_fragment = {item.row[0] for item in ranked if item.index != "messages_fts"}
+    by_fragment = {item.row[0] for item in ranked if item.found_by != "messages_fts"}
     scores = question_scores(db, parsed, candidates, in_window, by_fragment, scope.tokens())
     if not scores:
         return {}
@@ -196,7 +206,7 @@ def _question_scores(
 
 
 def _ranked(
-    db: apsw.Connection, parsed: ParsedQuery, scope: Scope, size: int, or_fill: bool
+    db: apsw.Connection, parsed: ParsedQuery, snippets: Snippets, scope: Scope, size: int, or_fill: bool
 ) -> list["_Ranked"]:
     """The staged search's candidates in `scope`, best first; `or_fill`: see _run_stages."""
     found = _Found(size)
@@ -207,7 +217,7 @@ def _ranked(
         _run_stages(db, found, parsed, [words, trigrams], scope, or_fill)
         if found.full:
             break
-    return _rank(db, found, parsed)
+    return _rank(db, found, parsed, snippets)
 
 
 def has_messages_outside(db: apsw.Connection, user_id: int, ids: Collection[int]) -> bool:
@@ -232,15 +242,22 @@ def _run_stages(
     only when no message holds all the terms, or all but the commonest: messages that share
     one keyword are noise below those, and ranking their window was most of a search's cost.
     A question fills its pool with them (recall_rank.py reranks them)."""
-    for terms in indexes:
-        if terms.all:
-            found.add(0, terms.table, terms.match(terms.all, "and"))
-    # Relax: drop the most common term, then the next, while at least two remain.
-    for dropped in range(1, MAX_DROPPED + 1):
+    words, trigrams = indexes
+    staged = None if trigrams.all else words.relaxed()
+    if staged is not None:
+        for stage, rows in enumerate(staged):
+            if stage == 0 or not found.full:
+                found.add(stage, words.table, rows)
+    else:
         for terms in indexes:
-            kept = terms.by_rarity[: len(terms.all) - dropped]
-            if not found.full and len(kept) >= 2:
-                found.add(dropped, terms.table, terms.match(kept, "and"))
+            if terms.all:
+                found.add(0, terms.table, terms.match(terms.all, "and"))
+        # Relax: drop the most common term, then the next, while at least two remain.
+        for dropped in range(1, MAX_DROPPED + 1):
+            for terms in indexes:
+                kept = terms.by_rarity[: len(terms.all) - dropped]
+                if not found.full and len(kept) >= 2:
+                    found.add(dropped, terms.table, terms.match(kept, "and"))
     # An identifier no message has as a word ("CONN104" of "ERRCONN104") is worth a
     # substring scan before the weak OR matches.
     unknown = [t for t in parsed.identifiers if indexes[0].df.get(Term(t.lower(), "word"), 1) == 0]
@@ -275,7 +292,7 @@ class _Terms:
         self.table = table
         self.scope = scope
         self.all = terms
-        self.df = self._probe(terms)
+        self.df, self._estimates = self._probe(terms)
         self.rare = [term for term in terms if self.df[term] < RARE_DF]
         self.by_rarity = sorted(terms, key=self.df.__getitem__)
         self.floor: int | None = None
@@ -294,8 +311,9 @@ class _Terms:
         floors: list[int | None] = []
         for newest in (SCOPE_WINDOW, 4 * SCOPE_WINDOW):
             row = self.db.execute(
-                "select rowid from messages_fts where messages_fts match ? order by rowid desc limit 1 offset ?",
-                ("{scope}: (" + all_of(tokens) + ")", newest - 1),
+                "select rowid from messages_fts where messages_fts match ?"
+                f" order by rowid desc limit 1 offset {newest - 1:d}",
+                ("{scope}: (" + all_of(tokens) + ")",),
             ).fetchone()
             if row is None:  # the scope is smaller than that: no floor needed
                 break
@@ -307,45 +325,104 @@ class _Terms:
             return in_content(body, self.scope.tokens() if with_scope else [])
         return body  # the trigram index has no scope column: filtered by the join instead
 
-    def _probe(self, terms: list[Term]) -> dict[Term, int]:
-        """Each term's document frequency, capped at PROBE_CAP: one statement for all."""
+    def _probe(self, terms: list[Term]) -> tuple[dict[Term, int], dict[Term, float]]:
+        """Each term's document frequency capped at PROBE_CAP, and uncapped, for planning: one
+        statement for all. Counts stop at COUNT_CAP; past it, the frequency is extrapolated
+        from how far into the history (in ids) the first COUNT_CAP matches reach."""
         if not terms:
-            return {}
-        count = f"(select count(*) from (select rowid from {self.table} where {self.table} match ? limit ?))"
-        bindings: list[object] = []
-        for term in terms:
-            bindings += [self._expression(term.fts(), with_scope=False), PROBE_CAP]
-        row = self.db.execute("select " + ", ".join([count] * len(terms)), bindings).fetchone()
-        return dict(zip(terms, row))
-
-    def match(self, terms: list[Term], join: str, window: int = WINDOW) -> list[tuple[int, float]]:
-        """The newest `window` matches in scope with their BM25 relevance."""
-        body = all_of(terms) if join == "and" else any_of(terms)
-        scope_phrases = len(self.scope.tokens()) if self.table == "messages_fts" else 0
-        dfs = [-1] * scope_phrases + [self.df[term] for term in terms]
-        placeholders = ", ".join("?" * len(dfs))
-        bindings: list[object]
-        if self.table == "messages_fts":
-            filters, bindings = self.scope.time_sql()
-        else:
-            filters, bindings = self.scope.row_sql()
-        join_messages = " join messages m on m.id = f.rowid" if filters else ""
-        select = (
-            f"select f.rowid, temper_rank({self.table}, {placeholders}) from {self.table} f{join_messages}"
+            return {}, {}
+        first = (
+            f"select count(*), max(rowid) from (select rowid from {self.table}"
+            f" where {self.table} match ? limit {COUNT_CAP:d})"
         )
+        expressions = [self._expression(term.fts(), with_scope=False) for term in terms]
+        rows = self.db.execute(" union all ".join([first] * len(terms)), expressions).fetchall()
+        estimates = {term: float(count) for term, (count, _) in zip(terms, rows)}
+        if any(count >= COUNT_CAP for count, _ in rows):
+            low, span = self._ids()
+            for term, (count, reach) in zip(terms, rows):
+                if count >= COUNT_CAP:
+                    estimates[term] = min(span, count * span / max(1, reach - low + 1))
+        df = {term: min(PROBE_CAP, round(estimate)) for term, estimate in estimates.items()}
+        return df, estimates
+
+    def _ids(self) -> tuple[int, int]:
+        """The lowest message id, and how many ids there are from it to the highest."""
+        low, high = self.db.execute(
+            "select (select min(id) from messages), (select max(id) from messages)"
+        ).fetchone()
+        return (0, 0) if low is None else (low, high - low + 1)
+
+    def _expected(self, terms: list[Term]) -> float:
+        """About how many messages hold all of `terms`, were they independent (for planning)."""
+        expected = span = float(max(1, self._ids()[1]))
+        for term in terms:
+            expected *= min(1.0, self._estimates[term] / span)
+        return expected
+
+    def match(self, terms: list[Term], join: str, window: int | None = None) -> list[tuple[int, float]]:
+        """The newest `window` (default WINDOW) matches in scope with their BM25 relevance."""
+        window = WINDOW if window is None else window
+        body = all_of(terms) if join == "and" else any_of(terms)
+        select, bindings = self._select(["temper_rank"], [self.df[term] for term in terms], body)
         # A rare term drives its own intersection cheaply: only all-dense matches use the floor.
         if self.floor is None or any(self.df[term] < PROBE_CAP for term in terms):
-            return self.db.execute(
-                f"{select} where {self.table} match ?{filters} order by f.rowid desc limit ?",
-                (*dfs, self._expression(body), *bindings, window),
-            ).fetchall()
+            return self.db.execute(f"{select} order by f.rowid desc limit {window:d}", bindings).fetchall()
         # Above a floor the range is small: FTS5 walks it forwards about twice as fast as
         # backwards, and all of it is wanted anyway.
-        rows = self.db.execute(
-            f"{select} where {self.table} match ?{filters} and f.rowid >= ?",
-            (*dfs, self._expression(body), *bindings, self.floor),
-        ).fetchall()
+        rows = self.db.execute(f"{select} and f.rowid >= ?", (*bindings, self.floor)).fetchall()
         return rows[::-1][:window]
+
+    def relaxed(self) -> list[list[tuple[int, float]]] | None:
+        """Stage 0 and every relaxation stage (dropping 1..MAX_DROPPED of the commonest terms,
+        two at least kept) from one query instead of one query each, or None where that one
+        query could differ from them.
+
+        It matches the AND of the terms the last stage keeps, the dropped ones as optional
+        phrases (`"dropped" OR "rarest"` holds wherever the rarest does), all in rarity
+        order, and reads each row's stage from how many of them it holds (ranking.py's
+        temper_leading). Exact when it returns fewer than WINDOW rows: each stage's own
+        query would then have returned all its matches, no window cut. So it gives up on a
+        full window, and runs only where each stage's query would not use a floor (every one
+        holds the rarest term) and, when all terms are common, where the AND it reads is
+        expected to be well inside the window.
+        """
+        count = len(self.all)
+        deepest = min(MAX_DROPPED, count - 2)
+        if deepest < 1:
+            return None
+        kept, dropped = self.by_rarity[: count - deepest], self.by_rarity[count - deepest :]
+        if self.df[kept[0]] >= PROBE_CAP and (self.floor is not None or self._expected(kept) >= WINDOW / 2):
+            return None
+        rarest = kept[0].fts()
+        body = " AND ".join(
+            [term.fts() for term in kept] + [f"({term.fts()} OR {rarest})" for term in dropped]
+        )
+        dfs = [self.df[term] for term in kept] + [df for term in dropped for df in (self.df[term], -1)]
+        select, bindings = self._select(["temper_leading", "temper_rank_leading"], dfs, body)
+        rows = self.db.execute(f"{select} order by f.rowid desc limit {WINDOW:d}", bindings).fetchall()
+        if len(rows) >= WINDOW:
+            return None
+        stages: list[list[tuple[int, float]]] = [[] for _ in range(deepest + 1)]
+        for rowid, held, relevance in rows:
+            stages[count - held].append((rowid, relevance))
+        return stages
+
+    def _select(self, functions: list[str], dfs: Sequence[float], body: str) -> tuple[str, list[object]]:
+        """`select f.rowid, <functions> ... where <body> matches in scope`, and its bindings:
+        each function gets one df per phrase of the expression (-1 for the scope's)."""
+        scope_phrases = len(self.scope.tokens()) if self.table == "messages_fts" else 0
+        dfs = [-1] * scope_phrases + list(dfs)
+        marks = ", ".join("?" * len(dfs))
+        filters, filter_bindings = (
+            self.scope.time_sql() if self.table == "messages_fts" else self.scope.row_sql()
+        )
+        join_messages = " join messages m on m.id = f.rowid" if filters else ""
+        columns = ", ".join(f"{function}({self.table}, {marks})" for function in functions)
+        return (
+            f"select f.rowid, {columns} from {self.table} f{join_messages} where {self.table} match ?{filters}",
+            [*dfs * len(functions), self._expression(body), *filter_bindings],
+        )
 
 
 def _scan_fragments(parsed: ParsedQuery) -> list[str]:
@@ -363,10 +440,10 @@ def _scan(db: apsw.Connection, fragments: list[str], scope: Scope) -> list[tuple
     """Messages containing any of `fragments` among the newest SCAN_CAP in scope."""
     tokens = scope.tokens()
     if tokens:  # the scope's newest rows come from the index's scope column, no table scan
-        newest = "select rowid as id from messages_fts where messages_fts match ? order by rowid desc limit ?"
-        newest_bindings: list[object] = ["{scope}: (" + all_of(tokens) + ")", SCAN_CAP]
+        newest = f"select rowid as id from messages_fts where messages_fts match ? order by rowid desc limit {SCAN_CAP:d}"
+        newest_bindings: list[object] = ["{scope}: (" + all_of(tokens) + ")"]
     else:
-        newest, newest_bindings = "select id from messages order by id desc limit ?", [SCAN_CAP]
+        newest, newest_bindings = f"select id from messages order by id desc limit {SCAN_CAP:d}", []
     time_sql, time_bindings = scope.time_sql()
     contains = " or ".join("instr(lower(m.content), ?) > 0" for _ in fragments)
     return db.execute(
@@ -376,34 +453,31 @@ def _scan(db: apsw.Connection, fragments: list[str], scope: Scope) -> list[tuple
     ).fetchall()
 
 
-@dataclass(frozen=True)
-class _Ranked:
+class _Ranked(NamedTuple):  # a tuple: dozens are made per search
     score: float
-    index: str  # the index that found it: which snippet to cut
+    found_by: str  # the index that found it: which snippet to cut
     row: tuple  # the seven columns of a Message
     overlap: float = 0.0  # _Overlap's share of the question the message repeats
     tokens: list[tuple[int, int, str]] | None = None  # its content's tokens, for the snippet
 
 
-def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery) -> list[_Ranked]:
+def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery, snippets: Snippets) -> list[_Ranked]:
     shortlist = found.shortlist()
     if not shortlist:
         return []
     rows = _rows(db, [message_id for message_id, _ in shortlist])
     now = time.time()
-    snippets = Snippets(db, parsed.terms)  # each row is tokenised once, for both
-    tokens = {message_id: snippets.tokens(row[5]) for message_id, row in rows.items()}
     overlap = _Overlap([token[2] for token in snippets.tokens(parsed.raw)])
-    shares = {message_id: overlap([token[2] for token in tokens[message_id]]) for message_id in rows}
-    blended = sorted(
-        (
-            (stage, _blend(relevance, row[6], now) + OVERLAP_WEIGHT * shares[message_id], index, row)
-            for message_id, (stage, relevance, index) in shortlist
-            if (row := rows.get(message_id)) is not None
-        ),
-        key=lambda item: (item[0], -item[1]),
-    )
-    return [_Ranked(score, index, row, shares[row[0]], tokens[row[0]]) for _, score, index, row in blended]
+    staged: list[tuple[int, _Ranked]] = []
+    for message_id, (stage, relevance, index) in shortlist:
+        row = rows.get(message_id)
+        if row is not None:
+            tokens = snippets.tokens(row[5])
+            share = overlap([token[2] for token in tokens])
+            score = _blend(relevance, row[6], now) + OVERLAP_WEIGHT * share
+            staged.append((stage, _Ranked(score, index, row, share, tokens)))
+    staged.sort(key=lambda item: (item[0], -item[1].score))
+    return [item for _, item in staged]
 
 
 def _rows(db: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
@@ -422,11 +496,14 @@ def _rows(db: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
 
 
 def _hits(
-    db: apsw.Connection, order: list[tuple[int, float]], ranked: list[_Ranked], parsed: ParsedQuery
+    db: apsw.Connection,
+    order: list[tuple[int, float]],
+    ranked: list[_Ranked],
+    parsed: ParsedQuery,
+    snippets: Snippets,
 ) -> list[SearchHit]:
     known = {item.row[0]: item for item in ranked}
     context_rows = _rows(db, [message_id for message_id, _ in order if message_id not in known])
-    snippets = Snippets(db, parsed.terms)
     trigram = any_of(_trigram_terms(parsed)) or None
     hits = []
     for message_id, score in order:
@@ -435,9 +512,9 @@ def _hits(
         if row is None:
             continue
         snippet = None
-        if item is not None and item.index == "messages_fts":
+        if item is not None and item.found_by == "messages_fts":
             snippet = snippets(row[5], item.tokens)
-        elif item is not None and item.index == "messages_trigram" and trigram:
+        elif item is not None and item.found_by == "messages_trigram" and trigram:
             snippet = _trigram_snippet(db, message_id, trigram)
         hits.append(SearchHit(*row, score=score, snippet=snippet or cut_snippet(row[5], parsed.raw)))  # type: ignore[misc]
     return hits
@@ -466,7 +543,9 @@ class _Overlap:
     def __init__(self, question: list[str]) -> None:
         """`question`: the question's stems (Snippets.tokens), as the index's tokenizer cuts them."""
         self._words = set(question)
-        self._pairs = set(zip(question, question[1:]))
+        # A pair as text: stems never hold a space, so " a b " occurs in " w1 w2 ... " exactly
+        # where a is followed by b (one substring search each, not a tuple per adjacent pair).
+        self._pairs = {f" {first} {second} " for first, second in zip(question, question[1:])}
 
     def __call__(self, words: list[str]) -> float:
         """The share for a text whose stems are `words`."""
@@ -474,5 +553,6 @@ class _Overlap:
             return 0.0
         score = len(self._words.intersection(words)) / len(self._words)
         if self._pairs:
-            score += len(self._pairs.intersection(zip(words, words[1:]))) / len(self._pairs)
+            text = " " + " ".join(words) + " "
+            score += sum(pair in text for pair in self._pairs) / len(self._pairs)
         return score

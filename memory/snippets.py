@@ -84,6 +84,9 @@ class Snippets:
 
     def _instances(self, stems: list[str]) -> list[tuple[int, int, int]]:
         """(first token, token count, term) of each match, in order (FTS5's xInst)."""
+        if not self._prefixes and not self._phrases:  # words only: the common case, kept fast
+            words = self._words
+            return [(i, 1, words[stem]) for i, stem in enumerate(stems) if stem in words]
         found: list[tuple[int, int, int]] = []
         for i, stem in enumerate(stems):
             term = self._words.get(stem)
