@@ -367,6 +367,12 @@ class MemoryStore:
         with self._writer.lock:
             return maintenance.maintain(self.db)
 
+    def merge_segments(self) -> dict[str, int]:
+        """A bounded merge step on the search indexes (memory/maintenance.py); the segments
+        each has left."""
+        with self._writer.writing() as db:
+            return maintenance.merge_segments(db)
+
 
 def _check_role(role: str) -> None:
     if role not in ROLES:

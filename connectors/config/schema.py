@@ -269,6 +269,7 @@ class DaemonConfig(Section):
     )
     learner_schedule: CronText = Field("0 3 * * *", description="a cron expression")
     maintenance_schedule: CronText = Field("0 4 * * 0", description="a cron expression")
+    index_merge_schedule: CronText = Field("17 * * * *", description="a cron expression")
     inbox_prune_schedule: CronText = Field("30 4 * * *", description="a cron expression")
     inbox_retention_days: float = Field(
         30.0, gt=0, le=3650, description="a number of days above 0 and at most 3650"

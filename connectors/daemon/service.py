@@ -65,6 +65,7 @@ class DaemonError(Exception):
 @dataclass(frozen=True)
 class ScheduleSettings:
     maintenance: str = "0 4 * * 0"  # memory maintenance, Sundays 04:00
+    index_merge: str = "17 * * * *"  # a bounded merge of the search indexes' segments, hourly
     prune: str = "30 4 * * *"  # forget finished inbox items after `retention_days`
     learner: str = "0 3 * * *"  # the learner's nightly cycle, when a learner provides one
     retention_days: float = 30.0
@@ -98,6 +99,7 @@ class DaemonSettings:
             pairing=PairingPolicy(ttl_s=daemon.pairing_code_ttl_s),
             schedule=ScheduleSettings(
                 maintenance=daemon.maintenance_schedule,
+                index_merge=daemon.index_merge_schedule,
                 prune=daemon.inbox_prune_schedule,
                 learner=daemon.learner_schedule,
                 retention_days=daemon.inbox_retention_days,
@@ -278,7 +280,8 @@ class Daemon:
             self.dispatcher.wake(quick=kind != "message")
 
     def default_jobs(self, store: MemoryStore) -> list[Job]:
-        """Memory maintenance, inbox pruning, and the learner's nightly cycle if it has one."""
+        """Memory maintenance, the hourly index merge, inbox pruning, and the learner's nightly
+        cycle if it has one."""
         schedule = self.settings.schedule
 
         async def maintain() -> str:
@@ -293,7 +296,12 @@ class Daemon:
                 removed = store.inbox.prune(retention_s)
             return f"{removed} finished inbox items older than {schedule.retention_days:g} days removed"
 
+        async def merge() -> str:
+            left = await asyncio.to_thread(store.merge_segments)
+            return "segments left: " + ", ".join(f"{index} {count}" for index, count in left.items())
+
         jobs = [Job("memory-maintenance", Cron.parse(schedule.maintenance), maintain)]
+        jobs.append(Job("index-merge", Cron.parse(schedule.index_merge), merge))
         jobs.append(Job("inbox-prune", Cron.parse(schedule.prune), prune))
         self.learner = NightlyRun(self.config, self.settings.learner)
         learner = learner_job(self.config, Cron.parse(schedule.learner), self.learner, self.announce)

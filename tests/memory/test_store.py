@@ -3,6 +3,7 @@ import time
 import pytest
 
 from memory import MemoryStore, NewMessage, UnknownRecordError
+from memory.maintenance import segments
 
 
 def fts_integrity(store: MemoryStore) -> None:
@@ -121,6 +122,23 @@ def test_maintenance_runs_and_stats_count(store: MemoryStore) -> None:
     assert (stats.messages, stats.users, stats.sessions) == (50, 1, 1)
     assert stats.text_bytes == sum(len(f"message number {i} about gardening") for i in range(50))
     assert stats.wal_bytes == 0  # truncated by the checkpoint
+    fts_integrity(store)
+
+
+def test_the_hourly_merge_leaves_one_segment_and_the_same_search_results(store: MemoryStore) -> None:
+    # Each message its own write: each adds a segment to both indexes (automerge keeps up to 8
+    # a level), as a long-running daemon's messages do.
+    for i in range(120):
+        add(store, f"what is next on my list number {i}, the gardening one?", ts=time.time())
+    assert segments(store.db, "messages_fts") > 4
+    before = [(h.id, h.snippet) for h in store.search("what's next on my list?", user="ana", limit=10)]
+    assert len(before) == 10
+    for _ in range(5):  # bounded steps: a large index gets there over a few runs
+        left = store.merge_segments()
+    assert left["messages_fts"] == 1 and left["messages_trigram"] <= 1
+    assert [
+        (h.id, h.snippet) for h in store.search("what's next on my list?", user="ana", limit=10)
+    ] == before
     fts_integrity(store)
 
 
