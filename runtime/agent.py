@@ -241,7 +241,7 @@ class Agent:
                 else:
                     run = step
         except ToolError:
-            return  # the executor model failed before it did anything: the planner's turn
+            return  # the executor model failed (its episode is recorded): the planner's turn
         if run is None:
             return
         call = direct_call(turn.episode_id, request)
