@@ -5,7 +5,10 @@ and `isolating_backend`, the quickest isolating backend for tests of what runs i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import cast
 
 import pytest
@@ -35,3 +38,15 @@ def isolating_backend(sandbox_statuses: dict[str, BackendStatus]) -> BackendName
             return cast(BackendName, name)
     require(sandbox_statuses["bwrap"])
     raise AssertionError("unreachable: require() skips or fails")
+
+
+@pytest.fixture
+def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A system temp dir of the test's own (tempfile's, and a worker's TMPDIR when the test
+    passes it on), reachable by nobody as sandboxes need when tests run as root: a test can
+    count what is left in it."""
+    root = Path(tempfile.mkdtemp(prefix="temper-test-tmp-"))
+    root.chmod(0o711)
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    yield root
+    shutil.rmtree(root)

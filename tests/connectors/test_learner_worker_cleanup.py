@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,17 +23,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The system temp dir for this test (reachable by nobody, as sandboxes need when tests run
-    as root), for the runner (tempfile) and for the worker's own environment (TMPDIR)."""
-    root = Path(tempfile.mkdtemp(prefix="temper-test-tmp-"))
-    root.chmod(0o711)
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    yield root
-    shutil.rmtree(root)
 
 
 def sandbox_roots(temp_root: Path) -> list[Path]:

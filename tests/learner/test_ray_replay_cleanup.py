@@ -5,9 +5,6 @@ in-process, without Ray, on the tiny model, against a temp dir of the test's own
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,17 +17,6 @@ from learner.tasks import synthetic_suite
 from runtime.executor import LocalModel, SamplingParams, build_tiny_model
 from runtime.executor.loop import ExecutorSettings
 from runtime.sandbox import BackendName
-
-
-@pytest.fixture
-def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The system temp dir for this test, reachable by nobody (sandboxes run as nobody when the
-    tests run as root)."""
-    root = Path(tempfile.mkdtemp(prefix="temper-test-tmp-"))
-    root.chmod(0o711)
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    yield root
-    shutil.rmtree(root)
 
 
 def ours(root: Path) -> list[str]:
