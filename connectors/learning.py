@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from connectors.config import Config
+    from learner.followers import Followers
     from learner.night import NightSettings
     from learner.served import ServedSampler
     from runtime.models import ChatModel
@@ -51,12 +52,14 @@ async def run_learning_cycle(
     iterations: int = 500,
     per_family: int = 8,
     progress: Callable[[dict[str, object]], None] | None = None,
+    followers: Followers | None = None,
 ) -> str:
     """One cycle; its report's text. `progress` receives the cycle's events as they happen
     (connectors/nightly/progress.py keeps them for `temper status`): {"phase": "collect",
     "iterations", "deadline"}, {"phase": "train", "iteration", "iterations", "reward"} after each
     iteration (may raise to stop the cycle there: its checkpoint is written), and {"phase":
-    "done", "summary", "promoted"} at the end."""
+    "done", "summary", "promoted"} at the end. `followers`: the other ranks `accelerate launch`
+    started (`[learner] launcher`), this process being rank 0; they follow its training steps."""
     import torch
 
     from connectors.redaction import open_memory
@@ -113,7 +116,7 @@ async def run_learning_cycle(
     with open_memory(config) as store:
         try:
             night = await run_night(
-                Path(settings.model_dir), store, work_dir, versions, night_settings(config, iterations, seed, deadline),
+                Path(settings.model_dir), store, work_dir, versions, night_settings(config, iterations, seed, deadline, followers),
                 since=since, snapshot_dir=config.data_dir / "snapshots", extra_train=extra_train,
                 regression=regression, say=say, on_iteration=on_iteration,
                 on_phase=lambda phase: report_progress({"phase": phase}), planner=planner,
@@ -149,13 +152,20 @@ async def run_learning_cycle(
     return text
 
 
-def night_settings(config: Config, iterations: int, seed: int, deadline: float | None) -> NightSettings:
+def night_settings(
+    config: Config,
+    iterations: int,
+    seed: int,
+    deadline: float | None,
+    followers: Followers | None = None,
+) -> NightSettings:
     """The night the config describes: replays in the configured sandbox, under its command
     timeout ceiling, with its turns and completion tokens; the rows' length limit; the harvest's
     time split and size limit; the planner-written checks' budget; the gate's margin; GRPO's learning rate, updates per batch, LoRA
     shape and gradient checkpointing (the distillation's too); the executor's device, dtype and attention implementation
     and the learner's torch threads (every load of the night uses them); the Ray cluster the
-    training replays run on, when `[learner] ray_address` names one."""
+    training replays run on, when `[learner] ray_address` names one; with `followers`, the other ranks
+    that train with this one, and this one's device."""
     from connectors.redaction import configured_secrets
     from learner.cycle import CycleSettings
     from learner.gate import GateSettings
@@ -197,7 +207,10 @@ def night_settings(config: Config, iterations: int, seed: int, deadline: float |
                 tis_cap=(learner.tis_cap or None) if served is not None else None,  # 0: off
                 gradient_checkpointing=learner.gradient_checkpointing,
             ),
-            served=served, device=executor.device, dtype=executor.dtype, attn_implementation=executor.attn_implementation,
+            served=served, dtype=executor.dtype, attn_implementation=executor.attn_implementation,
+            # Several ranks: each trains on the device the launcher gave it (cuda:<local rank>, or cpu).
+            device=executor.device if followers is None else str(followers.parallel.device),
+            followers=followers,
             torch_threads=learner.torch_threads,
             ray=None if not learner.ray_address else RaySettings(
                 address=learner.ray_address, workers=learner.ray_workers,

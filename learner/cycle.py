@@ -21,8 +21,10 @@ base weights here and every replay samples through the server, the trainer's ada
 into it before each iteration (learner/served.py); the gate compares the version in service and
 the candidate as the server samples them. With `ray` set, the training replays run on a Ray
 cluster's workers, each holding the policy's weights of that iteration (learner/ray_replay.py);
-the gate's replays stay here. Each step's metrics go to `metrics.jsonl` in
-`work_dir`, one JSON object a line.
+the gate's replays stay here. With `followers` set (several processes under `accelerate launch`,
+this one rank 0), every rank trains on its share of each step's rows (learner/followers.py);
+the rest of the cycle runs here. Each step's metrics go to
+`metrics.jsonl` in `work_dir`, one JSON object a line.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learner.evaluation import Evaluation, evaluate
+from learner.followers import Followers, TrainerSpec
 from learner.gate import GateDecision, GateSettings, decide
 from learner.promote import promote
 from learner.ray_replay import LoadSettings, RayReplay, RaySettings
@@ -81,12 +84,20 @@ class CycleSettings:
     served: ServedSampler | None = None
     # Training replays on a Ray cluster (learner/ray_replay.py); None: in this process.
     ray: RaySettings | None = None
+    # The other ranks, when this process is rank 0 of several that train together
+    # (learner/followers.py); None: it trains alone.
+    followers: Followers | None = None
 
     def __post_init__(self) -> None:
         if self.ray is not None and self.served is not None:
             raise ValueError(
                 "Ray replays sample with the trainer's own weights and a served executor samples "
                 "through its server: set [learner] ray_address or an openai executor, not both"
+            )
+        if self.followers is not None and self.followers.parallel.fsdp and self.served is None:
+            raise ValueError(
+                "with FSDP the base weights are sharded across the ranks, so rank 0 cannot sample "
+                "replays on its own: FSDP in a cycle needs a served executor (backend openai)"
             )
         # Versions are adapters on the base model (learner/versions.py; runtime/executor/switch.py loads them); a whole
         # fine-tuned model has no adapter to gate, promote or load into the running executor.
@@ -164,9 +175,20 @@ async def run_cycle(
             if start_adapter is not None:
                 model.load_adapter("current", start_adapter)
             current_backend = LocalBackend(model, adapter="current" if start_adapter is not None else None)
+        followers = settings.followers  # the other ranks, when several processes train together
+        if followers is not None:
+            stack.callback(followers.release)  # however the cycle ends, they are not left waiting
+            followers.start(TrainerSpec(
+                model_dir, settings.train, work_dir / "checkpoints", train_from or start_adapter,
+                settings.dtype, settings.attn_implementation, settings.torch_threads,
+            ))  # fmt: skip
         # Checkpoints of this cycle only: the trainer resumes from what it finds there.
         trainer = GRPOTrainer(
-            model, settings.train, work_dir / "checkpoints", start_adapter=train_from or start_adapter
+            model,
+            settings.train,
+            work_dir / "checkpoints",
+            start_adapter=train_from or start_adapter,
+            parallel=None if followers is None else followers.parallel,
         )
         policy: ExecutorBackend = LocalBackend(trainer.policy.sampler) if served is None else served.backend
         cluster = None  # replay workers holding the policy's weights, when replays run on Ray
@@ -208,7 +230,7 @@ async def run_cycle(
             rows = build_rows(
                 store.trajectories.read(since=started, split="train"), settings.rows, secret_withheld=withheld
             )
-            metrics = trainer.step(rows)
+            metrics = trainer.step(rows) if followers is None else followers.step(trainer, rows)
             steps.append(metrics)
             _log_metrics(work_dir / "metrics.jsonl", iteration, metrics)
             if on_iteration is not None:
@@ -227,6 +249,8 @@ async def run_cycle(
                     f"probe{iteration + 1}",
                 )
                 probe.report(iteration + 1, measured)
+        if followers is not None:  # training is over: the gate and promotion are this rank's
+            followers.release()
         adapter_dir = trainer.save_adapter(work_dir / "candidate")
         if served is not None:  # the candidate, as the server will sample it
             policy = await served.sync(trainer)

@@ -48,12 +48,19 @@ class DataParallel:
     fsdp: bool = False  # the base model's decoder layers sharded across the ranks (learner/fsdp.py)
 
     @classmethod
-    def from_accelerate(cls, *, cpu: bool = False, fsdp: bool = False) -> DataParallel:
+    def from_accelerate(
+        cls, *, cpu: bool = False, fsdp: bool = False, timeout_s: float | None = None
+    ) -> DataParallel:
         """The ranks `accelerate launch` (or torchrun) started, their process group set up by
-        accelerate (gloo on CPU, nccl on GPUs); in a plain process, one rank of one."""
+        accelerate (gloo on CPU, nccl on GPUs); in a plain process, one rank of one.
+        `timeout_s`: how long a collective waits for the other ranks (torch's default: 30
+        minutes on gloo, 10 on nccl), e.g. while rank 0 replays between steps."""
+        from datetime import timedelta
+
         from accelerate import PartialState
 
-        state = PartialState(cpu=cpu)
+        options = {} if timeout_s is None else {"timeout": timedelta(seconds=timeout_s)}
+        state = PartialState(cpu=cpu, **options)
         return cls(state.process_index, state.num_processes, state.device, fsdp=fsdp)
 
     @property

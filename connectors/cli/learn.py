@@ -10,6 +10,7 @@ shows it, `temper learn --cancel` stops it, and only one cycle runs per data dir
 from __future__ import annotations
 
 import asyncio
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -18,6 +19,13 @@ from connectors.cli.context import get_config
 
 if TYPE_CHECKING:
     from connectors.config import Config
+    from connectors.nightly.worker import CycleOutcome
+
+
+class Launcher(StrEnum):
+    none = "none"
+    accelerate = "accelerate"
+
 
 app = typer.Typer(
     help="Train the executor on replays of tasks, gate it, promote it.", invoke_without_command=True
@@ -41,6 +49,20 @@ def learn(
         int, typer.Option("--iterations", min=0, help="At most this many GRPO steps.")
     ] = 500,
     per_family: Annotated[int, typer.Option("--per-family", min=1, help="Synthetic tasks per family.")] = 8,
+    launcher: Annotated[
+        Launcher | None,
+        typer.Option(
+            "--launcher",
+            help="none: train in this process; accelerate: --processes ranks under `accelerate launch` "
+            "(default: [learner] launcher).",
+        ),
+    ] = None,
+    processes: Annotated[
+        int | None,
+        typer.Option(
+            "--processes", min=1, help="Ranks for --launcher accelerate (default: [learner] processes)."
+        ),
+    ] = None,
 ) -> None:
     """Run one learning cycle (--now), stop the running one (--cancel), or say when the daemon runs the next."""
     from connectors.nightly.progress import read_progress, render_progress, request_cancel
@@ -68,15 +90,50 @@ def learn(
             typer.echo(f"Learning cycle: {line}")
         typer.echo("Run one now with `temper learn --now`.")
         return
-    _run_now(config, minutes=minutes, iterations=iterations, per_family=per_family)
+    config = _with_launcher(config, launcher, processes)
+    run = _run_launched if config.learner.launcher == "accelerate" else _run_now
+    outcome = run(config, minutes=minutes, iterations=iterations, per_family=per_family)
+    if outcome.phase == "cancelled":
+        typer.echo("The cycle was cancelled; `temper learn --now` resumes it from its last step.", err=True)
+        raise typer.Exit(1)
+    typer.echo(outcome.report)
 
 
-def _run_now(config: Config, *, minutes: float, iterations: int, per_family: int) -> None:
+def _with_launcher(config: Config, launcher: Launcher | None, processes: int | None) -> Config:
+    """The config with the command line's launcher and process count over the file's."""
+    update: dict[str, object] = {}
+    if launcher is not None:
+        update["launcher"] = launcher.value
+    if processes is not None:
+        update["processes"] = processes
+    if not update:
+        return config
+    return config.model_copy(update={"learner": config.learner.model_copy(update=update)})
+
+
+def _run_launched(config: Config, *, minutes: float, iterations: int, per_family: int) -> CycleOutcome:
+    """The cycle as the daemon runs it (connectors/nightly/runner.py): a worker process, here
+    `[learner] processes` ranks under accelerate's launcher, its log shown as it is written."""
+    from connectors.nightly.runner import NightlyRun, NightlySettings, WorkerFailed
+
+    run = NightlyRun(config, NightlySettings(iterations=iterations, per_family=per_family, minutes=minutes))
+    typer.echo(
+        f"Training with {config.learner.processes} processes under accelerate's launcher "
+        f"(log: {run.log_file})."
+    )
+    try:
+        return asyncio.run(run.run(echo=typer.echo))
+    except WorkerFailed as error:
+        typer.echo(f"temper: {error}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _run_now(config: Config, *, minutes: float, iterations: int, per_family: int) -> CycleOutcome:
     from connectors.learning import LearnerSetupError
     from connectors.nightly.worker import CycleBusy, run_watched_cycle
 
     try:
-        outcome = asyncio.run(
+        return asyncio.run(
             run_watched_cycle(
                 config, say=typer.echo, minutes=minutes, iterations=iterations, per_family=per_family
             )
@@ -84,7 +141,3 @@ def _run_now(config: Config, *, minutes: float, iterations: int, per_family: int
     except (LearnerSetupError, CycleBusy) as error:
         typer.echo(f"temper: {error}", err=True)
         raise typer.Exit(2) from None
-    if outcome.phase == "cancelled":
-        typer.echo("The cycle was cancelled; `temper learn --now` resumes it from its last step.", err=True)
-        raise typer.Exit(1)
-    typer.echo(outcome.report)

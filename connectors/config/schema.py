@@ -215,6 +215,12 @@ class LearnerConfig(Section):
         2, ge=1, le=1024, description="a whole number of Ray replay workers from 1 to 1024"
     )
     ray_gpus_per_worker: float = Field(0.0, ge=0, le=8, description="a number of GPUs from 0 to 8")
+    launcher: Literal["none", "accelerate"] = Field(
+        "none", description="'none' (one process) or 'accelerate' (processes ranks under accelerate launch)"
+    )
+    processes: int = Field(
+        2, ge=1, le=1024, description="a whole number of training processes from 1 to 1024"
+    )
     report_to: list[str] = Field(
         default_factory=list,
         description="a list of chats like ['telegram:12345', 'slack:C0123']",

@@ -160,6 +160,12 @@ tis_cap = 2.0
 ray_address = ""
 ray_workers = 2
 ray_gpus_per_worker = 0.0
+# Training across processes (pip install 'temper[gpu]'): "accelerate" runs the night's worker under
+# `accelerate launch` with `processes` ranks, one GPU each (on a machine without GPUs, or with
+# [executor] device = "cpu", CPU ranks over gloo). Rank 0 replays, gates and promotes; every rank
+# trains on its share of each batch and the gradients are summed. "none": one process.
+launcher = "none"
+processes = 2
 # Chats the night's report is sent to, e.g. ["telegram:12345", "slack:C0123"].
 report_to = []
 

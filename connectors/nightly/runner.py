@@ -17,15 +17,17 @@ however it exits: one killed mid-replay leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("temper.learner")
 
 WORKER_MODULE = "connectors.nightly.worker"
+RANKS_MODULE = "connectors.nightly.ranks"  # the worker as several ranks, `[learner] launcher = "accelerate"`
 LOG_FILE = "worker.log"
 RESULT_FILE = "result.json"
 TAIL_LINES = 8
@@ -66,16 +69,18 @@ class NightlyRun:
         self.settings = settings or NightlySettings()
         self.environ = dict(os.environ if environ is None else environ)
         self.directory = learner_dir(config.data_dir)
+        self.log_file = self.directory / LOG_FILE
         self.process: asyncio.subprocess.Process | None = None
         self._stopped = False  # by `stop`: the daemon's shutdown, not a failure
 
-    async def run(self) -> CycleOutcome:
-        """Run one cycle in a worker process to its end (done or cancelled)."""
+    async def run(self, echo: Callable[[str], object] | None = None) -> CycleOutcome:
+        """Run one cycle in a worker process to its end (done or cancelled); `echo` gets each
+        line the worker logs as it is written (`temper learn --now` under a launcher)."""
         self._stopped = False
         self.directory.mkdir(parents=True, exist_ok=True)
         result_file = self.directory / RESULT_FILE
         result_file.unlink(missing_ok=True)
-        log_file = self.directory / LOG_FILE
+        log_file = self.log_file
         minutes = self.settings.minutes or self.config.learner.budget_minutes
         # The worker's temporary files (its sandboxes' directories above all) go here, removed
         # when it exits however it exits: a worker killed mid-replay cannot remove its own.
@@ -85,12 +90,18 @@ class NightlyRun:
             **worker_environment(self.environ, self.config.learner.torch_threads),
             "TMPDIR": str(scratch),
         }
+        arguments = [
+            str(result_file), str(minutes), str(self.settings.iterations), str(self.settings.per_family),
+            str(os.getpid()),
+        ]  # fmt: skip
         try:
+            problem = launcher_problem(self.config)
+            if problem is not None:
+                raise WorkerFailed(problem)
             with _open_log(log_file) as output:
                 log_start = output.tell()
                 self.process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", WORKER_MODULE, str(result_file), str(minutes),
-                    str(self.settings.iterations), str(self.settings.per_family), str(os.getpid()),
+                    *worker_command(self.config, arguments),
                     stdin=asyncio.subprocess.PIPE, stdout=output, stderr=asyncio.subprocess.STDOUT,
                     env=environment,
                     start_new_session=True,  # a Ctrl-C at the daemon's terminal is the daemon's to handle
@@ -104,7 +115,10 @@ class NightlyRun:
             self.process.stdin.write(_config_json(_with_executor_key(self.config, self.environ)).encode())
             await self.process.stdin.drain()
             self.process.stdin.close()
-            code = await self.process.wait()
+            if echo is None:
+                code = await self.process.wait()
+            else:
+                code = await _echoing(self.process, log_file, log_start, echo)
         except asyncio.CancelledError:
             await self.stop(0.0)
             raise
@@ -114,6 +128,8 @@ class NightlyRun:
         outcome = _read_outcome(result_file)
         if self._stopped and (code != 0 or outcome is None):
             return CycleOutcome(False, "cancelled", error="stopped with the daemon")
+        if code == 0 and outcome is not None and outcome.phase == "failed":  # several ranks end so
+            raise WorkerFailed(f"the learning cycle failed: {outcome.error}")
         if code != 0 or outcome is None or outcome.phase == "failed":
             why = f"exit code {code}" if code >= 0 else f"killed by {signal.Signals(-code).name}"
             raise WorkerFailed(f"the learning cycle's worker failed ({why}): {_tail(log_file, log_start)}")
@@ -140,6 +156,37 @@ class NightlyRun:
             await process.wait()
         except ProcessLookupError:
             pass  # it ended meanwhile
+
+
+def worker_command(config: Config, arguments: list[str]) -> list[str]:
+    """The worker's command line: one process, or `[learner] processes` ranks under accelerate's
+    launcher (its torchrun mode, on a free local port), rank 0 being the worker."""
+    learner = config.learner
+    if learner.launcher == "none":
+        return [sys.executable, "-m", WORKER_MODULE, *arguments]
+    return [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+        "--num_processes", str(learner.processes), "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+        "-m", RANKS_MODULE, "--device", config.executor.device, "--nice", str(learner.nice), *arguments,
+    ]  # fmt: skip
+
+
+def launcher_problem(config: Config) -> str | None:
+    """Why the configured launcher cannot start the worker here; None when it can."""
+    if config.learner.launcher == "accelerate" and importlib.util.find_spec("accelerate") is None:
+        return (
+            '[learner] launcher = "accelerate" needs accelerate in this environment: '
+            "pip install 'temper[gpu]'"
+        )
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def _open_log(path: Path) -> BinaryIO:
@@ -185,6 +232,30 @@ def _read_outcome(path: Path) -> CycleOutcome | None:
         return CycleOutcome(**data)
     except (OSError, ValueError, TypeError):
         return None
+
+
+async def _echoing(
+    process: asyncio.subprocess.Process, path: Path, start: int, echo: Callable[[str], object]
+) -> int:
+    """Wait for `process`, passing each whole line appended to `path` after `start` to `echo`."""
+    exited = asyncio.ensure_future(process.wait())
+    try:
+        handle = await asyncio.to_thread(open, path, "rb")  # a local log: its reads take no time
+        with handle:
+            handle.seek(start)
+            pending = b""
+            while True:
+                await asyncio.wait({exited}, timeout=0.5)
+                pending += handle.read()
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    echo(line.decode(errors="replace"))
+                if exited.done():
+                    if pending:
+                        echo(pending.decode(errors="replace"))
+                    return exited.result()
+    finally:
+        exited.cancel()
 
 
 def _tail(path: Path, start: int) -> str:

@@ -35,6 +35,7 @@ from connectors.nightly.progress import eta, learner_dir, own_cmdline, progress_
 
 if TYPE_CHECKING:
     from connectors.config import Config
+    from learner.followers import Followers
 
 LOCK_FILE = "worker.lock"
 EXIT_FAILED = 1
@@ -98,7 +99,7 @@ class CycleWatch:
         if finished_iteration:
             self._train(now, int(event["iteration"]))
         write_progress(self.path, self.state)
-        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+        if self.parent_pid is not None and _gone(self.parent_pid):
             self.cancel("the daemon that started the cycle is gone")
         if self.cancel_reason is not None and finished_iteration:
             raise CycleCancelled(self.cancel_reason)
@@ -134,6 +135,7 @@ async def run_watched_cycle(
     iterations: int = 500,
     per_family: int = 8,
     parent_pid: int | None = None,
+    followers: Followers | None = None,
 ) -> CycleOutcome:
     """One learning cycle with its progress file, its lock and cancellation by SIGTERM.
 
@@ -152,6 +154,7 @@ async def run_watched_cycle(
                     iterations=iterations,
                     per_family=per_family,
                     progress=watch,
+                    followers=followers,
                 )
             except CycleCancelled as cancelled:
                 outcome = CycleOutcome(False, "cancelled", error=str(cancelled))
@@ -167,6 +170,20 @@ async def run_watched_cycle(
     outcome = CycleOutcome(True, "done", report=report, summary=summary, promoted=watch.state.get("promoted"))
     watch.finish(outcome)
     return outcome
+
+
+def _gone(parent_pid: int) -> bool:
+    """The process that started the cycle has exited: it is not this process's parent (under
+    `accelerate launch` the launcher is) and no process has its pid."""
+    if os.getppid() == parent_pid:
+        return False
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return True  # another user's process has the pid now: the daemon (ours) is gone
+    return False
 
 
 @contextmanager
@@ -220,7 +237,8 @@ PASSED_ON = frozenset(
 )  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, followers: Followers | None = None) -> int:
+    """`followers`: the other ranks, this process being rank 0 (connectors/nightly/ranks.py)."""
     arguments = sys.argv[1:] if argv is None else argv
     if len(arguments) != 5:
         print(
@@ -252,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 iterations=iterations,
                 per_family=per_family,
                 parent_pid=parent,
+                followers=followers,
             )
         )
     except (LearnerSetupError, CycleBusy) as error:
