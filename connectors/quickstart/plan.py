@@ -34,6 +34,9 @@ class QuickstartPlan:
     group_size: int = 8
     updates_per_batch: int = 2
     eval_group: int = 4  # attempts per test task, for the gate and the curve
+    # Tasks replayed at once (all their attempts together): the whole step's, so the sampler
+    # batches every attempt's call and the sandboxes' processes use the second core meanwhile.
+    concurrent_tasks: int = 16
     probe_every: int = 10  # GRPO steps between two points of the held-out curve
 
     @classmethod

@@ -76,8 +76,12 @@ async def run_quickstart(
     # At the temperature it trains at: the quickstart's figures (README) were measured so; the
     # daemon's gate evaluates at `[executor] temperature` (connectors/learning.py).
     evaluation = as_served(
-        ReplaySettings(group_size=plan.eval_group, seed=10_000 + seed, executor=one_turn), temperature=1.0
-    )
+        ReplaySettings(
+            group_size=plan.eval_group, seed=10_000 + seed, executor=one_turn,
+            concurrent_tasks=plan.concurrent_tasks,
+        ),
+        temperature=1.0,
+    )  # fmt: skip
     say(f"tasks: {len(train)} training ({len({t.family for t in train})} families; the warm start imitates "
         f"{len(with_reference)} of them, from {len({t.family for t in with_reference})} families), "
         f"held-out families {', '.join(sorted(GRID_HELDOUT))}: {len(validation)} validation, {len(test)} test")  # fmt: skip
@@ -128,7 +132,9 @@ async def run_quickstart(
     cycle_settings = CycleSettings(
         iterations=plan.grpo_steps,
         tasks_per_iteration=plan.tasks_per_step,
-        replay=ReplaySettings(group_size=plan.group_size, executor=one_turn),
+        replay=ReplaySettings(
+            group_size=plan.group_size, executor=one_turn, concurrent_tasks=plan.concurrent_tasks
+        ),
         evaluation=evaluation,
         # LoRA at 1e-4 (the default, for real models) barely moves a model this small. Replays
         # cost more than updates here, so each batch is trained on twice (the clip bounds it).

@@ -147,8 +147,28 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+COUNT_REUSE_S = 0.1  # how long one count of a user's threads serves the sandboxes that start
+
+
 def _threads_of(uid: int) -> int:
-    """How many threads the host user `uid` runs now (what RLIMIT_NPROC counts)."""
+    """How many threads the host user `uid` runs (what RLIMIT_NPROC counts), counted at most
+    once every COUNT_REUSE_S: a count scans every process of the host (~2 ms for a hundred, on
+    the event loop), and a replay starts hundreds of commands a second. The count is a moment's
+    in any case, since other processes start and end between it and the command's exec; reused,
+    it is a tenth of a second older."""
+    now = time.monotonic()
+    counted = _counts.get(uid)
+    if counted is not None and now - counted[0] < COUNT_REUSE_S:
+        return counted[1]
+    count = _count_threads(uid)
+    _counts[uid] = (now, count)
+    return count
+
+
+_counts: dict[int, tuple[float, int]] = {}  # uid -> (when, threads)
+
+
+def _count_threads(uid: int) -> int:
     count = 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
