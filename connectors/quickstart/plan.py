@@ -8,9 +8,13 @@ the plan short.
 
 The estimate comes from a calibration at the start: the untrained executor's evaluation gives
 the cost of one attempt (sampled, run in the sandbox, verified; attempts run concurrently, so
-this is the wall time per attempt as the run will see it) and one supervised step on a copy of
-the model gives the cost of an optimizer step. The live ETA then corrects it with the speed
-actually measured (progress.py).
+this is the wall time per attempt as the run will see it), reference solutions run together in
+the sandbox give its part of that cost, and one supervised step on a copy of the model gives the
+cost of an optimizer step. The untrained executor's replies run to the token limit, a trained
+one's are about as long as the reference actions it imitates: the sampling part is scaled by
+that ratio of reply lengths (an attempt costs far less once the executor is trained, and taking
+the untrained cost made the estimate half again too long). The live ETA then corrects it with
+the speed actually measured (progress.py).
 """
 
 from __future__ import annotations
@@ -55,8 +59,19 @@ class QuickstartPlan:
 
 @dataclass(frozen=True)
 class Calibration:
-    attempt_s: float  # wall seconds per executor attempt, as attempts run concurrently
+    attempt_s: float  # wall seconds per untrained attempt, as attempts run concurrently
     step_s: float  # seconds per optimizer step of EXAMPLES_PER_STEP examples
+    sandbox_s: float = 0.0  # of attempt_s: the sandbox's part (start, command, verifier)
+    reply_tokens: float = 1.0  # tokens per reply the untrained executor wrote
+    trained_reply_tokens: float = 1.0  # tokens per reference action (what a trained one writes)
+
+    @property
+    def trained_attempt_s(self) -> float:
+        """An attempt's wall seconds once the executor writes replies of the reference actions'
+        length: the sandbox's part, and the sampling part scaled by the reply lengths' ratio."""
+        sandbox = min(self.sandbox_s, self.attempt_s)
+        shorter = min(1.0, self.trained_reply_tokens / max(1.0, self.reply_tokens))
+        return sandbox + (self.attempt_s - sandbox) * shorter
 
 
 @dataclass(frozen=True)
@@ -94,7 +109,7 @@ def estimate(
     plan: QuickstartPlan, calibration: Calibration, *, imitation_examples: int, validation: int, test: int
 ) -> Estimate:
     """The plan's cost from the calibration; task counts as the run built them."""
-    attempt, step = calibration.attempt_s, calibration.step_s
+    attempt, step = calibration.trained_attempt_s, calibration.step_s
     warm_epoch = math.ceil(imitation_examples / EXAMPLES_PER_STEP) * step + validation * 2 * attempt
     rollouts = plan.tasks_per_step * plan.group_size
     # A GRPO update reads each row's logprobs and trains on it: about one supervised step's cost

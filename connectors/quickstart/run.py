@@ -22,6 +22,7 @@ the last step's, whatever the curve did.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,9 +41,16 @@ async def run_quickstart(
     from learner.cycle import CycleSettings, run_cycle
     from learner.evaluation import Evaluation, evaluate
     from learner.policy import LoraSettings
-    from learner.replay import ReplaySettings, as_served
+    from learner.replay import ReplaySettings, all_or_none, as_served
     from learner.sft import SFTSettings, sft
-    from learner.tasks import GRID_FAMILIES, GRID_HELDOUT, GRID_VERIFIER_ONLY, Task, synthetic_suite
+    from learner.tasks import (
+        GRID_FAMILIES,
+        GRID_HELDOUT,
+        GRID_VERIFIER_ONLY,
+        Task,
+        run_reference,
+        synthetic_suite,
+    )
     from learner.train import StepMetrics, TrainSettings
     from learner.versions import ExecutorVersions
     from learner.warmstart import WarmStartSettings, examples, warm_start
@@ -99,7 +107,20 @@ async def run_quickstart(
     imitation = examples(with_reference)
     timed = time.time()
     sft(base, imitation[:EXAMPLES_PER_STEP], SFTSettings(max_epochs=1, examples_per_step=EXAMPLES_PER_STEP))
-    calibration = Calibration(attempt_s=attempt_s, step_s=time.time() - timed)
+    step_s = time.time() - timed
+    # The sandbox's part of an attempt: training tasks' references, as many at once as attempts.
+    references = [task for task in with_reference for _ in range(2)][: len(untrained.results)]
+    timed = time.time()
+    await all_or_none(run_reference(task) for task in references)
+    calibration = Calibration(
+        attempt_s=attempt_s,
+        step_s=step_s,
+        sandbox_s=(time.time() - timed) / max(1, len(references)),
+        reply_tokens=_mean(len(call.completion_ids) for t in store.trajectories.read() for call in t.calls),
+        trained_reply_tokens=_mean(
+            len(base.tokenizer.encode_text(example.target)) + 1 for example in imitation
+        ),
+    )
     cost = estimate(
         plan, calibration, imitation_examples=len(imitation), validation=len(validation), test=len(test)
     )
@@ -206,3 +227,8 @@ async def run_quickstart(
     say(f"everything: {where} ({time.time() - progress.started:.0f} s)")
     store.close()
     return 0
+
+
+def _mean(values: Iterable[float]) -> float:
+    collected = list(values)
+    return sum(collected) / len(collected) if collected else 1.0

@@ -32,6 +32,24 @@ def test_the_estimate_adds_up_the_plans_work_from_the_calibration() -> None:
     assert "estimated time on this machine" in cost.line() and "4-10 epochs" in cost.line()
 
 
+def test_a_trained_attempt_costs_the_sandbox_and_sampling_for_shorter_replies() -> None:
+    # Untrained: 96-token replies, 0.5 s an attempt of which 0.1 s in the sandbox. Trained
+    # replies are a quarter as long: the sampling part shrinks to a quarter.
+    calibration = Calibration(
+        attempt_s=0.5, step_s=1.0, sandbox_s=0.1, reply_tokens=96, trained_reply_tokens=24
+    )
+    assert calibration.trained_attempt_s == pytest.approx(0.1 + 0.4 / 4)
+    cost = estimate(QuickstartPlan(), calibration, imitation_examples=320, validation=24, test=24)
+    assert cost.probe_s == pytest.approx(24 * 4 * 0.2)
+    # Replies never grow past what was measured; a sandbox slower than the attempt is the attempt.
+    longer = Calibration(attempt_s=0.5, step_s=1.0, sandbox_s=0.1, reply_tokens=10, trained_reply_tokens=40)
+    assert longer.trained_attempt_s == pytest.approx(0.5)
+    slow_sandbox = Calibration(
+        attempt_s=0.5, step_s=1.0, sandbox_s=0.9, reply_tokens=96, trained_reply_tokens=24
+    )
+    assert slow_sandbox.trained_attempt_s == pytest.approx(0.5)
+
+
 def test_the_moving_average_smooths_over_the_window() -> None:
     assert moving_average([0.0, 1.0, 0.0, 1.0], 2) == [0.0, 0.5, 0.5, 0.5]
     assert moving_average([1.0, 0.0, 0.0], 10) == [1.0, 0.5, pytest.approx(1 / 3)]
