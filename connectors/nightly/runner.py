@@ -11,7 +11,10 @@ saw it, while its environment holds only what a Python process needs. Its output
 `<data_dir>/learner/worker.log`; a worker that fails or dies (killed, out of memory) becomes a
 `WorkerFailed` carrying the last lines it logged. Its temporary files (TMPDIR: the directories
 of the sandboxes it replays tasks in) are in a directory of its own, removed when it exits,
-however it exits: one killed mid-replay leaves nothing behind.
+however it exits: one killed mid-replay leaves nothing behind. With `[learner] launcher =
+"accelerate"` the worker is `[learner] processes` ranks under accelerate's launcher
+(connectors/nightly/ranks.py): rank 0 gets the config and writes the result, the others train
+with it.
 """
 
 from __future__ import annotations
