@@ -1,13 +1,13 @@
 """A whole learning cycle across processes: rank 0 runs the night (replays, gate, promotion) and
 the other ranks follow its training steps, each taking its share of every batch.
 
-    # rank 0, in run_cycle (CycleSettings.parallel set):
+    # rank 0, in run_cycle (CycleSettings.followers set):
     followers = Followers(parallel)
     followers.start(TrainerSpec(...))       # the other ranks load the model and build their trainer
     metrics = followers.step(trainer, rows) # every rank trains on its shard; the gradients are summed
     followers.release()                     # the other ranks leave (also when the cycle stops early)
 
-    # every other rank (connectors/nightly/worker.py under `accelerate launch`):
+    # every other rank (connectors/nightly/ranks.py under `accelerate launch`):
     follow(parallel)
 
 Why only the training is shared: the update is what data parallelism speeds up and what FSDP

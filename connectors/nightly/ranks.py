@@ -7,9 +7,10 @@ Rank 0 is the worker of connectors/nightly/worker.py, unchanged: the config on i
 progress file, the lock, the result file, cancellation by SIGTERM; its cycle trains with the other
 ranks (learner/followers.py). It exits 0 once the result file holds the outcome, failed or not
 (the exit code would only add the launcher's traceback); non-zero only when the cycle failed
-inside a training step, so that the launcher ends the ranks left in its collectives. The other ranks read nothing (not even stdin: rank 0's config and
-its secrets stay rank 0's), build the trainer rank 0 describes and take their share of each
-step. They ignore SIGTERM, since a rank that left would fail rank 0's next step: rank 0 stops at
+inside a training step, so that the launcher ends the ranks left in its collectives.
+
+The other ranks read nothing (not even stdin: rank 0's config and its secrets stay rank 0's),
+build the trainer rank 0 describes and take their share of each step. They ignore SIGTERM, since a rank that left would fail rank 0's next step: rank 0 stops at
 its next iteration boundary and releases them, and the launcher ends whatever is left.
 
 The ranks' process group: gloo when the cycle trains on the CPU (`--device cpu`, or `auto`
@@ -26,6 +27,7 @@ import sys
 from collections.abc import Sequence
 
 RANK_TIMEOUT_S = 24 * 3600.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -86,9 +88,6 @@ def _die_with_the_launcher() -> None:
     libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     if os.getppid() == 1:  # the launcher died before the call: nobody will release this rank
         os._exit(1)
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 if __name__ == "__main__":
