@@ -42,6 +42,7 @@ from .migrations import migrate
 from .recent_ids import RecentIds
 from .records import ROLES, AddReport, MemoryStats, Message, NewMessage, SearchHit, SessionInfo
 from .routing import Routing
+from .scope import NO_SUCH_ID, Scope
 from .skill_index import SkillIndex
 from .trajectories import Trajectories
 from .users import Users
@@ -339,7 +340,7 @@ class MemoryStore:
             raise ValueError("search needs user=... (or all_users=True for an operator search)")
         if role is not None:
             _check_role(role)
-        scope = search.Scope(
+        scope = Scope(
             user_id=self._id_or_missing("users", "handle", user),
             session_id=self._id_or_missing("sessions", "key", session),
             role=role,
@@ -357,7 +358,7 @@ class MemoryStore:
         if value is None:
             return None
         row = self.db.execute(f"select id from {table} where {column} = ?", (value,)).fetchone()
-        return search.NO_SUCH_ID if row is None else row[0]
+        return NO_SUCH_ID if row is None else row[0]
 
     def stats(self) -> MemoryStats:
         return maintenance.stats(self.db, self.path)

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from memory import MemoryStore, NewMessage
+from memory import MemoryStore, NewMessage, index_terms
 from memory import search as search_module
 
 DAY = 86_400.0
@@ -108,7 +108,7 @@ def test_snippets_mark_the_matches(chat: MemoryStore) -> None:
 
 def test_common_word_queries_answer_from_the_newest_window(store: MemoryStore, monkeypatch) -> None:
     # With more matches than the window, the newest window is ranked, not every match.
-    monkeypatch.setattr(search_module, "WINDOW", 50)
+    monkeypatch.setattr(index_terms, "WINDOW", 50)
     load(
         store, [(f"m{i}", "ana", "s", f"status update number {i} for the team", 1000 - i) for i in range(300)]
     )
@@ -126,8 +126,8 @@ def test_limit_is_respected_and_bounded(chat: MemoryStore) -> None:
 def test_scoped_common_words_search_the_newest_rows_first_without_losing_rare_answers(
     store: MemoryStore, monkeypatch
 ) -> None:
-    monkeypatch.setattr(search_module, "PROBE_CAP", 20)
-    monkeypatch.setattr(search_module, "SCOPE_WINDOW", 10)
+    monkeypatch.setattr(index_terms, "PROBE_CAP", 20)
+    monkeypatch.setattr(index_terms, "SCOPE_WINDOW", 10)
     load(store, [("lisbon", "ana", "s", "my sister moved to Lisbon", 90)])
     load(
         store,

@@ -6,8 +6,7 @@ import time
 
 import pytest
 
-from memory import MemoryStore, NewMessage
-from memory import search as search_module
+from memory import MemoryStore, NewMessage, index_terms
 
 NOW = time.time()
 
@@ -55,12 +54,12 @@ def test_each_stage_ranks_below_the_one_holding_more_terms(stages: MemoryStore) 
 def test_all_terms_common_gives_the_same_stages(stages: MemoryStore, monkeypatch) -> None:
     # Every term past the frequency cap: the one query runs only if the AND it reads is
     # expected to fit its window; either way the stages are the same.
-    monkeypatch.setattr(search_module, "PROBE_CAP", 2)
+    monkeypatch.setattr(index_terms, "PROBE_CAP", 2)
     assert found(stages, "walrus violin concert evening") == ["all", "three", "two-and-commonest"]
 
 
 def test_a_full_window_falls_back_to_a_query_per_stage(store: MemoryStore, monkeypatch) -> None:
-    monkeypatch.setattr(search_module, "WINDOW", 3)
+    monkeypatch.setattr(index_terms, "WINDOW", 3)
     load(
         store,
         [("old-all", "walrus violin concert")]
