@@ -37,6 +37,7 @@ from learner.logprobs import token_logprobs
 from learner.micro_batch import collate
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.rows import Row, pack_rows
+from learner.threads import training_threads
 from memory.trajectory_records import Trajectory
 from runtime.executor.local_model import LocalModel
 from runtime.executor.tokenization import ExecutorTokenizer
@@ -66,12 +67,15 @@ class SFTSettings:
     # `[learner] gradient_checkpointing`; rows are then computed whole (no shared-prefix pass).
     gradient_checkpointing: bool = False
     seed: int = 0  # the order of examples in each epoch, LoRA's initialisation
+    threads: int | None = None  # torch threads while an epoch trains (learner/threads.py); None: as set
 
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be positive; got {self.learning_rate}")
         if self.max_epochs < 1 or self.examples_per_step < 1:
             raise ValueError("max_epochs and examples_per_step must be at least 1")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1 (None: as the process has it); got {self.threads}")
         if self.token_budget < self.max_row_tokens:
             raise ValueError(
                 f"token_budget ({self.token_budget}) must be at least max_row_tokens ({self.max_row_tokens})"
@@ -129,8 +133,11 @@ def sft(
         order = list(rows)
         random.Random(settings.seed * 1_000_003 + epoch).shuffle(order)
         nll = 0.0
-        for first in range(0, len(order), settings.examples_per_step):
-            nll += _train_step(policy, optimizer, order[first : first + settings.examples_per_step], settings)
+        with training_threads(settings.threads):  # not around on_epoch: it samples
+            for first in range(0, len(order), settings.examples_per_step):
+                nll += _train_step(
+                    policy, optimizer, order[first : first + settings.examples_per_step], settings
+                )
         reports.append(EpochReport(epoch, nll / tokens, len(rows), tokens, time.perf_counter() - started))
         if on_epoch is not None and on_epoch(reports[-1], policy):
             stopped_early = epoch < settings.max_epochs

@@ -63,6 +63,7 @@ from learner.micro_batch import MicroBatch, collate
 from learner.mismatch import Mismatch, MismatchMeter, tis_weights
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.rows import RowBatch
+from learner.threads import training_threads
 from runtime.executor.local_model import LocalModel
 from runtime.executor.tokenization import ExecutorTokenizer
 
@@ -97,6 +98,9 @@ class TrainSettings:
     checkpoint_every: int = 1  # steps; 0: never
     keep_checkpoints: int = 2
     seed: int = 0  # LoRA's initialisation
+    # torch threads while a step trains (learner/threads.py), where nothing samples meanwhile;
+    # None: as the process has it.
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
@@ -123,6 +127,8 @@ class TrainSettings:
             )
         if self.logprob_chunk_tokens < 1:
             raise ValueError(f"logprob_chunk_tokens must be at least 1; got {self.logprob_chunk_tokens}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1 (None: as the process has it); got {self.threads}")
         if self.checkpoint_every < 0 or self.keep_checkpoints < 1:
             raise ValueError("checkpoint_every must be >= 0 and keep_checkpoints >= 1")
 
@@ -222,6 +228,10 @@ class GRPOTrainer:
     def step(self, batch: RowBatch) -> StepMetrics:
         """`updates_per_batch` optimizer updates on `batch`, then a checkpoint when one is due; an
         empty batch (every group uniform) changes nothing and does not count as a step."""
+        with training_threads(self.settings.threads):
+            return self._step(batch)
+
+    def _step(self, batch: RowBatch) -> StepMetrics:
         started = time.perf_counter()
         updates: list[_Totals] = []  # the metric sums of each update
         grad_norm = 0.0

@@ -41,12 +41,14 @@ def quickstart(
 
     from connectors.quickstart import QuickstartPlan, run_quickstart
     from connectors.quickstart.progress import QuickstartProgress
+    from runtime.sandbox import watch_children_with_pidfds
 
     torch.set_num_threads(1)  # FACTS.md: 3-4x faster than two threads on a busy 2-core machine
     config = get_config(ctx)
     where = directory or config.data_dir / "quickstart" / time.strftime(f"%Y%m%d-%H%M%S-seed{seed}")
     where.mkdir(parents=True, exist_ok=True)
     plan = QuickstartPlan.quick() if quick else QuickstartPlan()
+    watch_children_with_pidfds()  # every sandbox starts from the one loop below
     with QuickstartProgress() as progress:
         code = asyncio.run(run_quickstart(where, seed, plan, minutes, progress))
     raise typer.Exit(code)

@@ -27,7 +27,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from connectors.quickstart.curves import Curves, plot_curves, steps_to_gain
-from connectors.quickstart.plan import EXAMPLES_PER_STEP, Calibration, QuickstartPlan, estimate
+from connectors.quickstart.plan import (
+    EXAMPLES_PER_STEP,
+    Calibration,
+    QuickstartPlan,
+    estimate,
+    training_threads,
+)
 from connectors.quickstart.progress import QuickstartProgress
 
 TARGET_GAIN = 0.25
@@ -106,7 +112,9 @@ async def run_quickstart(
     say(f"test success, untrained: {untrained.success:.2f}")
     imitation = examples(with_reference)
     timed = time.time()
-    sft(base, imitation[:EXAMPLES_PER_STEP], SFTSettings(max_epochs=1, examples_per_step=EXAMPLES_PER_STEP))
+    threads = training_threads()  # the event loop waits while a stretch trains: every core
+    sft(base, imitation[:EXAMPLES_PER_STEP],
+        SFTSettings(max_epochs=1, examples_per_step=EXAMPLES_PER_STEP, threads=threads))  # fmt: skip
     step_s = time.time() - timed
     # The sandbox's part of an attempt: training tasks' references, as many at once as attempts.
     references = [task for task in with_reference for _ in range(2)][: len(untrained.results)]
@@ -131,7 +139,7 @@ async def run_quickstart(
     warm_deadline = progress.started + cap_minutes * 30  # the safety cap leaves GRPO half of itself
     warm_settings = WarmStartSettings(
         sft=SFTSettings(max_epochs=plan.warm_max_epochs, learning_rate=3e-3, examples_per_step=EXAMPLES_PER_STEP,
-                        seed=seed),
+                        seed=seed, threads=threads),
         patience=plan.warm_patience,
         min_epochs=plan.warm_min_epochs,
         evaluation=replace(evaluation, group_size=2),
@@ -159,7 +167,8 @@ async def run_quickstart(
         evaluation=evaluation,
         # LoRA at 1e-4 (the default, for real models) barely moves a model this small. Replays
         # cost more than updates here, so each batch is trained on twice (the clip bounds it).
-        train=TrainSettings(lora=LoraSettings(rank=8), learning_rate=2e-3, updates_per_batch=plan.updates_per_batch),
+        train=TrainSettings(lora=LoraSettings(rank=8), learning_rate=2e-3, updates_per_batch=plan.updates_per_batch,
+                            threads=threads),
         seed=seed,
         deadline=cap - GATE_RESERVE * cost.gate_s,
     )  # fmt: skip

@@ -35,6 +35,7 @@ from runtime.sandbox.errors import (
     WorkspacePathError,
 )
 from runtime.sandbox.local_sandbox import LocalSandbox
+from runtime.sandbox.process import watch_children_with_pidfds
 from runtime.sandbox.selection import (
     BACKENDS,
     BackendName,
@@ -67,4 +68,5 @@ __all__ = [
     "choose_backend",
     "open_sandbox",
     "take_snapshot",
+    "watch_children_with_pidfds",
 ]
