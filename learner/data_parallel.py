@@ -133,10 +133,14 @@ class DataParallel:
         return torch.cat(parts)
 
     def close(self) -> None:
-        """Leave the process group (every rank, at the end of training)."""
+        """Leave the process group (every rank, at the end of training). The ranks meet at a
+        barrier first: a rank that tore its connections down while another was still finishing
+        the last collective (rank 0's release, learner/followers.py) died of SIGABRT in gloo's
+        teardown ("terminate called without an active exception"; one CI run in three)."""
         if self.world_size > 1:
             import torch.distributed as dist
 
+            dist.barrier()
             dist.destroy_process_group()
 
     @property
