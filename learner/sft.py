@@ -37,7 +37,7 @@ from learner.logprobs import token_logprobs
 from learner.micro_batch import collate
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.rows import Row, pack_rows
-from learner.threads import training_threads
+from learner.threads import check_threads, training_threads
 from memory.trajectory_records import Trajectory
 from runtime.executor.local_model import LocalModel
 from runtime.executor.tokenization import ExecutorTokenizer
@@ -74,8 +74,7 @@ class SFTSettings:
             raise ValueError(f"learning_rate must be positive; got {self.learning_rate}")
         if self.max_epochs < 1 or self.examples_per_step < 1:
             raise ValueError("max_epochs and examples_per_step must be at least 1")
-        if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be at least 1 (None: as the process has it); got {self.threads}")
+        check_threads(self.threads)
         if self.token_budget < self.max_row_tokens:
             raise ValueError(
                 f"token_budget ({self.token_budget}) must be at least max_row_tokens ({self.max_row_tokens})"

@@ -24,14 +24,19 @@ from contextlib import contextmanager
 import torch
 
 
+def check_threads(count: int | None) -> None:
+    """A settings object's `threads`, checked where it is built: None or at least 1."""
+    if count is not None and count < 1:
+        raise ValueError(f"threads must be at least 1 (None: as the process has it); got {count}")
+
+
 @contextmanager
 def training_threads(count: int | None) -> Iterator[None]:
     """torch's intra-op threads set to `count` for the block, then restored; None: unchanged."""
+    check_threads(count)
     if count is None:
         yield
         return
-    if count < 1:
-        raise ValueError(f"training threads must be at least 1; got {count}")
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:

@@ -63,7 +63,7 @@ from learner.micro_batch import MicroBatch, collate
 from learner.mismatch import Mismatch, MismatchMeter, tis_weights
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.rows import RowBatch
-from learner.threads import training_threads
+from learner.threads import check_threads, training_threads
 from runtime.executor.local_model import LocalModel
 from runtime.executor.tokenization import ExecutorTokenizer
 
@@ -127,8 +127,7 @@ class TrainSettings:
             )
         if self.logprob_chunk_tokens < 1:
             raise ValueError(f"logprob_chunk_tokens must be at least 1; got {self.logprob_chunk_tokens}")
-        if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be at least 1 (None: as the process has it); got {self.threads}")
+        check_threads(self.threads)
         if self.checkpoint_every < 0 or self.keep_checkpoints < 1:
             raise ValueError("checkpoint_every must be >= 0 and keep_checkpoints >= 1")
 
