@@ -294,18 +294,32 @@ async def _in_thread_to_the_end(function: Callable[..., T], *args: object) -> T:
     meanwhile; the cancellation is raised afterwards. A cancelled `asyncio.to_thread` returns at
     once while its thread runs on: a workspace would be filled after it was removed (or made
     and never removed), and a removal would still be under way when `stop` returned."""
-    future = asyncio.get_running_loop().run_in_executor(None, function, *args)
+    return await to_the_end(asyncio.get_running_loop().run_in_executor(None, function, *args))
+
+
+async def to_the_end(future: asyncio.Future[T], undo: Callable[[T], object] | None = None) -> T:
+    """The result of `future`, awaited to its end even when the caller is cancelled meanwhile.
+
+    A cancellation that arrived is raised once `future` is done, after `undo(result)` has
+    released what it made (nobody else will: the caller never sees the result); an error of
+    `future` after a cancellation is dropped for the cancellation."""
     cancelled: asyncio.CancelledError | None = None
     while True:
         try:
             result = await asyncio.shield(future)
         except asyncio.CancelledError as error:
-            if future.cancelled():  # the executor itself gave up on it: nothing more to wait for
+            if future.cancelled():  # the future itself gave up: nothing more to wait for
                 raise
             cancelled = error
             continue
+        except Exception:
+            if cancelled is not None:
+                raise cancelled from None
+            raise
         break
     if cancelled is not None:
+        if undo is not None:
+            undo(result)
         raise cancelled
     return result
 

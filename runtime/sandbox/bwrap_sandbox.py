@@ -19,12 +19,16 @@ The environment is built from nothing: bwrap itself starts with an empty one (it
 the sandbox keeps the environment it was started with, readable in /proc/1/environ) and
 `--clearenv` then sets only PATH, HOME, TMPDIR, LANG, TERM and the caller's `env`.
 Only loopback exists unless the network is enabled (`--share-net`). It runs as uid 1000 with no
-capabilities, in a new session (no terminal injection), and with bwrap 0.8+ cannot make user
-namespaces of its own and has tmpfs sizes capped.
+capabilities, in a session without a controlling terminal (no terminal injection: see below),
+and with bwrap 0.8+ cannot make user namespaces of its own and has tmpfs sizes capped.
 
 Invariants: bwrap runs with --die-with-parent and a pid namespace, so killing the bwrap process
 (the process group `process.run_process_tree` kills) kills every process of the command, even
-ones that called setsid; nothing survives a command. rlimits come from `prlimit`; when temper is
+ones that called setsid; nothing survives a command. The session is the one
+`run_process_tree` starts (no terminal), not bwrap's `--new-session`: that moves bwrap's inner
+process out of the killed group before it has asked to die with its parent, so a kill in the
+first milliseconds of a command (a replay cancelling its attempts) left the command running on
+its own, unsupervised (tests/runtime/test_sandbox_cleanup.py). rlimits come from `prlimit`; when temper is
 root, bwrap runs as nobody on the host (see process.py) and the workspace is owned by nobody.
 """
 
@@ -131,7 +135,7 @@ class BwrapSandbox(Sandbox):
             "--unshare-all", "--unshare-user",
             *(["--disable-userns"] if self._modern else []),
             *(["--share-net"] if self.options.network else []),
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--die-with-parent", "--cap-drop", "ALL",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
             "--clearenv",
         ]

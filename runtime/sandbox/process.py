@@ -32,7 +32,7 @@ import time
 import warnings
 from collections.abc import Mapping
 
-from runtime.sandbox.base import KILLED_EXIT_CODE, CommandResult, Limits
+from runtime.sandbox.base import KILLED_EXIT_CODE, CommandResult, Limits, to_the_end
 from runtime.sandbox.errors import SandboxUnavailable
 from runtime.sandbox.output import BoundedOutput
 
@@ -106,16 +106,24 @@ async def run_process_tree(
     """Run argv in a new session; SIGKILL its process group on exit, timeout or cancellation."""
     started = time.monotonic()
     output = BoundedOutput(max_output_bytes)
-    transport, protocol = await asyncio.get_running_loop().subprocess_exec(
-        lambda: _CommandProtocol(output),
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
+    # Started to the end even when cancelled meanwhile, then the whole group killed. Left to
+    # asyncio, a cancellation while it connects the pipes kills only the direct child and waits
+    # for the pipes to close; bwrap's inner process, cloned but not yet told by its killed parent
+    # to go on, then waits for that word forever and holds the pipe: the task hangs and the
+    # process stays (tests/runtime/test_sandbox_cleanup.py makes it happen).
+    spawning = asyncio.ensure_future(
+        asyncio.get_running_loop().subprocess_exec(
+            lambda: _CommandProtocol(output),
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
     )
+    transport, protocol = await to_the_end(spawning, undo=_abandon)
     try:
         try:
             await asyncio.wait_for(protocol.exited.wait(), timeout_s)
@@ -165,6 +173,13 @@ class _CommandProtocol(asyncio.SubprocessProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed.set()
+
+
+def _abandon(started: tuple[asyncio.SubprocessTransport, _CommandProtocol]) -> None:
+    """A command started for a caller that was cancelled meanwhile: kill it all."""
+    transport, _ = started
+    _kill_group(transport.get_pid())
+    transport.close()
 
 
 def _kill_group(pgid: int) -> None:

@@ -9,7 +9,8 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,6 +103,54 @@ async def test_many_sandboxes_cancelled_together_leave_no_directory(
             task.cancel()
         await asyncio.gather(*attempts, return_exceptions=True)
         assert leftovers(roots) == []
+
+
+def processes_naming(marker: str) -> list[str]:
+    """The host processes whose command line holds `marker` (bwrap's holds its command)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:  # ended while we looked
+            continue
+        if marker.encode() in cmdline:
+            words = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{entry.name}: {words[:200]}")
+    return found
+
+
+@pytest.mark.parametrize("host_backend", ["bwrap", "local"])
+async def test_commands_cancelled_as_they_start_leave_no_process_and_do_not_hang(
+    host_backend: BackendName,
+    require_sandbox: Callable[[str], None],
+    options: SandboxOptions,
+) -> None:
+    """A command cancelled in the first loop iterations of its start, while asyncio connects its
+    pipes. Left to asyncio, that cancellation kills only the direct child (bwrap's outer process)
+    and then waits for the pipes to close; bwrap's inner process, cloned but not yet told by its
+    killed parent to go on, waits for that word forever, holding the pipe open: the cancelled
+    task hung and the process stayed (a CI run timed out so, under load)."""
+    require_sandbox(host_backend)
+    marker = f"temper-cancel-{uuid.uuid4().hex}"
+    sandboxes = [await open_sandbox(host_backend, options=options) for _ in range(8)]
+    try:
+        for iterations in [0, 1, 2, 3, 4, 6, 8, 12] * 3:
+            runs = [
+                asyncio.create_task(sandbox.run(f"sleep 30 # {marker}", timeout_s=60))
+                for sandbox in sandboxes
+            ]
+            for _ in range(iterations):
+                await asyncio.sleep(0)
+            for run in runs:
+                run.cancel()
+            _, hung = await asyncio.wait(runs, timeout=20)
+            assert not hung, f"{len(hung)} cancelled commands still wait, {iterations} iterations in"
+    finally:  # bounded: a hung command holds its sandbox's lock, which a stop waits for
+        await asyncio.wait_for(asyncio.gather(*(sandbox.stop() for sandbox in sandboxes)), 30)
+    try:  # a killed process takes a moment to leave /proc
+        await until(lambda: not processes_naming(marker), timeout_s=5)
+    except AssertionError:
+        raise AssertionError(f"still running: {processes_naming(marker)}") from None
 
 
 async def test_a_stop_cancelled_while_a_command_runs_still_removes_the_directory(

@@ -117,6 +117,12 @@ async def test_a_process_that_leaves_the_session_dies_with_the_command(sandbox: 
     assert await sandbox.read_file("beat") == before
 
 
+async def test_a_command_has_no_controlling_terminal_to_inject_into(sandbox: Sandbox) -> None:
+    """Without a terminal of its own session, TIOCSTI has nothing to push keystrokes into."""
+    result = await sandbox.run("exec 3</dev/tty && echo opened", timeout_s=10)
+    assert not result.ok and "opened" not in result.output
+
+
 @pytest.mark.slow
 @escape("fork_bomb")
 async def test_a_fork_bomb_hits_the_pids_limit_and_ends(sandbox: Sandbox) -> None:
