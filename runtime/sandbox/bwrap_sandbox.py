@@ -24,12 +24,12 @@ and with bwrap 0.8+ cannot make user namespaces of its own and has tmpfs sizes c
 
 Invariants: bwrap runs with --die-with-parent and a pid namespace, so killing the bwrap process
 (the process group `process.run_process_tree` kills) kills every process of the command, even
-ones that called setsid; nothing survives a command. The session is the one
-`run_process_tree` starts (no terminal), not bwrap's `--new-session`: that moves bwrap's inner
-process out of the killed group before it has asked to die with its parent, so a kill in the
-first milliseconds of a command (a replay cancelling its attempts) left the command running on
-its own, unsupervised (tests/runtime/test_sandbox_cleanup.py). rlimits come from `prlimit`; when temper is
-root, bwrap runs as nobody on the host (see process.py) and the workspace is owned by nobody.
+ones that called setsid; nothing survives a command. The session is the one `run_process_tree`
+starts (no terminal), not bwrap's `--new-session`: that moves bwrap's inner process out of the
+killed group before it has asked to die with its parent, so a kill in the first milliseconds of
+a command (a replay cancelling its attempts) left the command running on its own, unsupervised
+(tests/runtime/test_sandbox_cleanup.py). rlimits come from `prlimit`; when temper is root, bwrap
+runs as nobody on the host (see process.py) and the workspace is owned by nobody.
 """
 
 from __future__ import annotations
