@@ -28,7 +28,7 @@ from runtime.executor import (
     SamplingParams,
     build_tiny_model,
 )
-from runtime.models import ChatModel, ModelSettings, RetryPolicy
+from runtime.models import ChatModel, ModelSettings, RetryPolicy, close_model_clients
 from tests.fakes import FakeOpenAI
 from tests.fakes.tiny_model import build_tiny_adapter
 
@@ -550,6 +550,7 @@ async def test_the_planner_stands_in_as_executor(tiny_dir: Path) -> None:
         with pytest.raises(ExecutorCallError, match="no such model"):
             await text_only.complete(MESSAGES, FEW)
         sent = fake.requests[0]
+        await close_model_clients()
 
     assert plain.text == "ls -la" and plain.model == "planner:openai/planner-model"
     assert (

@@ -16,7 +16,7 @@ import pytest
 from memory import MemoryStore
 from runtime import Agent, AgentSettings, SkillCatalog, SkillSettings, TurnRecord, learn_skills
 from runtime.inbound import Inbound
-from runtime.models import ChatModel, ModelSettings, RetryPolicy
+from runtime.models import ChatModel, ModelSettings, RetryPolicy, close_model_clients
 from runtime.sandbox import SandboxOptions
 from runtime.skill_catalog import HEADER
 from runtime.tools import builtin_toolbox
@@ -147,7 +147,7 @@ async def test_a_successful_multi_step_turn_creates_a_skill_and_the_next_patches
     assert store.skills.offered_in(second) == ["python-project-scaffold"]
     assert catalog.stats("python-project-scaffold").uses == 1
     assert server.unanswered == [] and server.pending() == 0
-    await agent.workspaces.close()
+    await agent.close()
 
 
 async def test_a_trivial_or_failed_turn_is_not_reviewed(
@@ -165,7 +165,7 @@ async def test_a_trivial_or_failed_turn_is_not_reviewed(
     await run(agent, "make three folders and fill them", "t2")  # not a success
     assert catalog.library.names() == []
     assert server.pending() == 0 and server.unanswered == []  # no review was asked for
-    await agent.workspaces.close()
+    await agent.close()
 
 
 def rated_turn(store: MemoryStore, catalog: SkillCatalog, reward: float, viewed: bool) -> int:
@@ -223,3 +223,4 @@ async def test_a_failing_skill_is_flagged_revised_once_then_archived(
     catalog.restore("flaky-deploy")
     assert [m.name for m in catalog.search("deploy the site")] == ["flaky-deploy"]
     assert store.skills.health("flaky-deploy") is None
+    await close_model_clients()

@@ -169,6 +169,7 @@ async def test_a_session_that_went_quiet_is_read_after_a_later_turn(
     await turn(agent, said("hello again", chat="evening"))  # "morning" has ended by now
     assert [f.statement for f in store.facts.for_user(user_of(store))] == ["Works as a nurse"]
     assert f"[{first}] user: I work as a nurse" in server.requests[-1]["messages"][1]["content"]
+    await agent.close()
 
 
 async def test_two_people_with_the_same_name_in_one_group_never_see_each_others_facts(
