@@ -8,8 +8,11 @@ marked as expected failures (strict: if one starts passing, the table below is w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import pty
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,10 +120,36 @@ async def test_a_process_that_leaves_the_session_dies_with_the_command(sandbox: 
     assert await sandbox.read_file("beat") == before
 
 
-async def test_a_command_has_no_controlling_terminal_to_inject_into(sandbox: Sandbox) -> None:
-    """Without a terminal of its own session, TIOCSTI has nothing to push keystrokes into."""
-    result = await sandbox.run("exec 3</dev/tty && echo opened", timeout_s=10)
-    assert not result.ok and "opened" not in result.output
+# Runs a command in a sandbox from a process whose controlling terminal is a pty, as
+# `temper chat` in a terminal is, and prints whether the command could open that terminal.
+FROM_A_TERMINAL = """
+import asyncio, sys
+from runtime.sandbox import open_sandbox
+from tests.runtime.conftest import TEST_OPTIONS
+
+async def main():
+    async with open_sandbox(sys.argv[1], options=TEST_OPTIONS) as sandbox:
+        result = await sandbox.run("exec 3</dev/tty && echo opened", timeout_s=10)
+    print("RESULT", result.ok, "opened" in result.output)
+
+asyncio.run(main())
+"""
+
+
+def test_a_command_cannot_reach_the_terminal_temper_runs_in(sandbox_backend: BackendName) -> None:
+    """With the daemon's terminal in reach, TIOCSTI could push keystrokes into it: each command
+    runs in a session of its own, without a controlling terminal."""
+    pid, terminal = pty.fork()  # the child: a new session whose controlling terminal is the pty
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-c", FROM_A_TERMINAL, sandbox_backend])
+    printed = b""
+    with contextlib.suppress(OSError):  # EIO once the child has exited
+        while chunk := os.read(terminal, 4096):
+            printed += chunk
+    os.close(terminal)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, printed.decode(errors="replace")
+    assert b"RESULT False False" in printed, printed.decode(errors="replace")
 
 
 @pytest.mark.slow
