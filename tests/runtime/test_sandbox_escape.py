@@ -140,8 +140,11 @@ def test_a_command_cannot_reach_the_terminal_temper_runs_in(sandbox_backend: Bac
     """With the daemon's terminal in reach, TIOCSTI could push keystrokes into it: each command
     runs in a session of its own, without a controlling terminal."""
     pid, terminal = pty.fork()  # the child: a new session whose controlling terminal is the pty
-    if pid == 0:
-        os.execv(sys.executable, [sys.executable, "-c", FROM_A_TERMINAL, sandbox_backend])
+    if pid == 0:  # never return into pytest from the forked child, even if the exec fails
+        try:
+            os.execv(sys.executable, [sys.executable, "-c", FROM_A_TERMINAL, sandbox_backend])
+        finally:
+            os._exit(127)
     printed = b""
     with contextlib.suppress(OSError):  # EIO once the child has exited
         while chunk := os.read(terminal, 4096):
