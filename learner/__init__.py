@@ -33,7 +33,7 @@ from learner.tasks import (
 from learner.versions import ExecutorVersions, Version, VersionError, VersionMeta, model_hash
 
 if TYPE_CHECKING:  # for type checkers; at run time these load on first use (__getattr__)
-    from learner.cycle import CycleResult, CycleSettings, Probe, run_cycle  # noqa: F401
+    from learner.cycle import CycleResult, CycleSettings, Probe, ProbePoint, run_cycle  # noqa: F401
     from learner.policy import LoraSettings, TrainablePolicy  # noqa: F401
     from learner.sft import SFTExample, SFTSettings, sft  # noqa: F401
     from learner.train import GRPOTrainer, StepMetrics, TrainSettings  # noqa: F401
@@ -44,6 +44,7 @@ _HEAVY = {
     "CycleResult": "learner.cycle",
     "CycleSettings": "learner.cycle",
     "Probe": "learner.cycle",
+    "ProbePoint": "learner.cycle",
     "run_cycle": "learner.cycle",
     "LoraSettings": "learner.policy",
     "TrainablePolicy": "learner.policy",

@@ -44,6 +44,7 @@ from learner.promote import promote
 from learner.ray_replay import LoadSettings, RayReplay, RaySettings
 from learner.replay import ReplaySettings, as_served, replay
 from learner.rows import RowSettings, build_rows
+from learner.selection import BestOnValidation
 from learner.served import ServedPolicy, ServedSampler
 from learner.task_sampling import TaskSampler, TaskSampling
 from learner.tasks import Task
@@ -110,13 +111,32 @@ class CycleSettings:
 
 
 @dataclass(frozen=True)
+class ProbePoint:
+    """One probe: `steps` iterations done, success on the probe's curve tasks, and on the
+    validation tasks that choose the candidate (None when none choose); `kept`: this point's
+    adapter is now the best on validation."""
+
+    steps: int
+    curve: Evaluation
+    validation: Evaluation | None = None
+    kept: bool = False
+
+
+@dataclass(frozen=True)
 class Probe:
-    """Held-out success measured every `every` iterations while training, with the gate's
-    evaluation settings: a curve to read, never a choice (the candidate is the last step)."""
+    """Held-out success measured every `every` iterations while training.
+
+    `tasks`: a curve to read, never a choice. `choose_on`: validation tasks; when given, they are
+    probed too (and after the last step), and the candidate is the probed adapter with the best
+    success on them (learner/selection.py), not the last step's. Without them the candidate is the
+    last step's and its gate evaluation is the curve's last point. `evaluation`: the probes'
+    replay settings (None: the gate's)."""
 
     tasks: Sequence[Task]
     every: int
-    report: Callable[[int, Evaluation], None]  # (iterations done, its evaluation)
+    report: Callable[[ProbePoint], None]
+    choose_on: Sequence[Task] = ()
+    evaluation: ReplaySettings | None = None
 
 
 @dataclass
@@ -130,6 +150,7 @@ class CycleResult:
     adapter_dir: Path
     regression_current: Evaluation | None = None  # None: no regression set
     regression_candidate: Evaluation | None = None
+    candidate_step: int | None = None  # the iterations behind the candidate; None: the last step's
 
     @property
     def secret_episodes(self) -> int:
@@ -205,6 +226,10 @@ async def run_cycle(
             on_phase("train")
         steps: list[StepMetrics] = []
         rewards: list[tuple[int, float]] = []
+        steps_done_before = trainer.step_count
+        # The candidate chosen on validation, when the probe has validation tasks (a resumed
+        # cycle finds the best of its earlier probes in the same directory).
+        kept = BestOnValidation(work_dir / "selected") if probe is not None and probe.choose_on else None
         # A cycle interrupted and started again in the same directory resumes from its checkpoint.
         for iteration in range(trainer.step_count, settings.iterations):
             if settings.deadline is not None and time.time() > settings.deadline:
@@ -235,22 +260,28 @@ async def run_cycle(
             _log_metrics(work_dir / "metrics.jsonl", iteration, metrics)
             if on_iteration is not None:
                 on_iteration(iteration, reward, metrics)
-            # The last step's point is the gate's candidate evaluation, below: not measured twice.
-            last = iteration + 1 == settings.iterations
-            if probe is not None and probe.every > 0 and (iteration + 1) % probe.every == 0 and not last:
+            done = iteration + 1
+            # Without a choice, the last step's point is the gate's candidate evaluation: not measured twice.
+            if (
+                probe is not None
+                and probe.every > 0
+                and done % probe.every == 0
+                and done < settings.iterations
+            ):
                 if served is not None:
                     policy = await served.sync(trainer)
-                measured = await evaluate(
-                    probe.tasks,
-                    policy,
-                    store,
-                    work_dir / "snapshots",
-                    settings.evaluation,
-                    f"probe{iteration + 1}",
-                )
-                probe.report(iteration + 1, measured)
+                await _probe(probe, done, policy, trainer, kept, store, work_dir, settings)
         if followers is not None:  # training is over: the gate and promotion are this rank's
             followers.release()
+        candidate_step = None
+        if probe is not None and kept is not None:
+            # The last step is probed too (however the loop ended), then the best goes back in.
+            last_done = steps_done_before + len(steps)
+            if last_done and not any(step == last_done for step, _ in kept.history):
+                if served is not None:
+                    policy = await served.sync(trainer)
+                await _probe(probe, last_done, policy, trainer, kept, store, work_dir, settings)
+            candidate_step = kept.restore(trainer.policy)
         adapter_dir = trainer.save_adapter(work_dir / "candidate")
         if served is not None:  # the candidate, as the server will sample it
             policy = await served.sync(trainer)
@@ -289,8 +320,35 @@ async def run_cycle(
             version = promote(versions, adapter_dir, meta)
         return CycleResult(
             steps, rewards, current, candidate, decision, version, adapter_dir,
-            regression_current, regression_candidate,
+            regression_current, regression_candidate, candidate_step,
         )  # fmt: skip
+
+
+async def _probe(
+    probe: Probe,
+    steps: int,
+    policy: ExecutorBackend,
+    trainer: GRPOTrainer,
+    kept: BestOnValidation | None,
+    store: MemoryStore,
+    work_dir: Path,
+    settings: CycleSettings,
+) -> None:
+    """Replay the probe's curve tasks and validation tasks together (one batch for the sampler),
+    offer the adapter to `kept` and report the point."""
+    validation = list(probe.choose_on) if kept is not None else []
+    curve_ids = {task.id for task in probe.tasks}
+    tasks = list(probe.tasks) + [task for task in validation if task.id not in curve_ids]
+    evaluation = probe.evaluation or settings.evaluation
+    measured = await evaluate(tasks, policy, store, work_dir / "snapshots", evaluation, f"probe{steps}")
+    validation_ids = {task.id for task in validation}
+    curve = Evaluation([r for r in measured.results if r.task in curve_ids])
+    on_validation = None
+    taken = False
+    if kept is not None:
+        on_validation = Evaluation([r for r in measured.results if r.task in validation_ids])
+        taken = kept.offer(steps, on_validation.success, trainer.policy)
+    probe.report(ProbePoint(steps, curve, on_validation, taken))
 
 
 def _log_metrics(path: Path, iteration: int, metrics: StepMetrics) -> None:

@@ -2,9 +2,9 @@
 
 Left: the warm start's validation success per epoch (the epoch kept is marked). Right: GRPO's
 training reward per step, faint, because at 16 tasks x 8 attempts a step's mean is noise, with
-its moving average over `window` steps drawn bold; held-out test success at each probe (the
-last point is the gate's candidate evaluation); the warm start's test success and the +25-point
-target as dashed lines.
+its moving average over `window` steps drawn bold; held-out validation and test success at each
+probe, the candidate chosen on validation with its gate evaluation (a star); the warm start's
+test success and the +25-point target as dashed lines.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ class Curves:
     train_reward: Sequence[tuple[int, float]]  # (GRPO step, 1-based, mean reward)
     test: Sequence[tuple[int, float]]  # (GRPO steps done, test success); step 0: the warm start
     target_gain: float
+    validation: Sequence[tuple[int, float]] = ()  # (GRPO steps done, validation success) per probe
+    candidate: tuple[int, float] | None = None  # (its steps, the gate's test success of it)
 
 
 def moving_average(values: Sequence[float], window: int) -> list[float]:
@@ -72,6 +74,10 @@ def plot_curves(path: Path, curves: Curves, window: int = MOVING_AVERAGE_STEPS) 
         )
         grpo_axes.plot(steps, moving_average(reward, window), color="tab:orange", linewidth=2,
                        label=f"train reward ({window}-step average)")  # fmt: skip
+    if curves.validation:
+        steps, success = zip(*curves.validation, strict=True)
+        grpo_axes.plot(steps, success, marker="s", markersize=4, color="tab:purple", alpha=0.7,
+                       label="validation success (chooses)")  # fmt: skip
     if curves.test:
         steps, success = zip(*curves.test, strict=True)
         grpo_axes.plot(steps, success, marker="o", color="tab:blue", label="test success (held-out families)")
@@ -80,6 +86,10 @@ def plot_curves(path: Path, curves: Curves, window: int = MOVING_AVERAGE_STEPS) 
         if target <= 1:
             grpo_axes.axhline(target, linestyle=":", color="tab:green",
                               label=f"+{curves.target_gain * 100:.0f} points")  # fmt: skip
+    if curves.candidate is not None:
+        step, success = curves.candidate
+        grpo_axes.plot([step], [success], marker="*", markersize=14, color="tab:red", linestyle="none",
+                       label=f"candidate: step {step}, at the gate")  # fmt: skip
     grpo_axes.set(xlabel="GRPO step", ylabel="success / reward", ylim=(0, 1), title="GRPO")
     grpo_axes.legend(loc="lower right", fontsize="small")
     grpo_axes.grid(alpha=0.3)

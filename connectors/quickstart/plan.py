@@ -48,11 +48,14 @@ class QuickstartPlan:
     tasks_per_step: int = 16
     group_size: int = 8
     updates_per_batch: int = 2
-    eval_group: int = 4  # attempts per test task, for the gate and the curve
+    eval_group: int = 4  # attempts per test task, for the gate
     # Tasks replayed at once (all their attempts together): the whole step's, so the sampler
     # batches every attempt's call and the sandboxes' processes use the second core meanwhile.
     concurrent_tasks: int = 16
-    probe_every: int = 10  # GRPO steps between two points of the held-out curve
+    # GRPO steps between two probes: validation tasks (which choose the candidate) and test
+    # tasks (the curve), `probe_group` attempts each; the last step is probed too.
+    probe_every: int = 10
+    probe_group: int = 2
 
     @classmethod
     def quick(cls) -> QuickstartPlan:
@@ -60,12 +63,14 @@ class QuickstartPlan:
         return cls(
             imitated_per_family=4, train_per_family=8, heldout_per_family=4, warm_max_epochs=2,
             warm_min_epochs=1, warm_patience=1, grpo_steps=2, tasks_per_step=4, group_size=4,
-            eval_group=2, probe_every=1,
+            eval_group=2, probe_every=1, probe_group=1,
         )  # fmt: skip
 
     def probes(self) -> int:
-        """Points of the held-out curve measured while training (the last step's is the gate's)."""
-        return max(0, (self.grpo_steps - 1) // self.probe_every) if self.probe_every > 0 else 0
+        """Probes while training: every `probe_every` steps, and after the last step."""
+        if self.probe_every <= 0 or self.grpo_steps <= 0:
+            return 0
+        return self.grpo_steps // self.probe_every + (self.grpo_steps % self.probe_every != 0)
 
 
 @dataclass(frozen=True)
@@ -126,13 +131,13 @@ def estimate(
     # A GRPO update reads each row's logprobs and trains on it: about one supervised step's cost
     # per EXAMPLES_PER_STEP rows and update.
     grpo_step = rollouts * attempt + plan.updates_per_batch * math.ceil(rollouts / EXAMPLES_PER_STEP) * step
-    probe = test * plan.eval_group * attempt
+    probe = (validation + test) * plan.probe_group * attempt
     fewest = min(plan.warm_min_epochs, plan.warm_max_epochs)
     return Estimate(
         warm_epoch,
         grpo_step,
         probe,
-        2 * probe,
+        2 * test * plan.eval_group * attempt,
         (fewest, plan.warm_max_epochs),
         plan.grpo_steps,
         plan.probes(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,13 +34,14 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
         "GRPO iteration 0",
         "test success (held-out families): untrained",
         "estimated time on this machine",
-        "test success after 1 GRPO steps",
+        "after 1 GRPO steps: validation success",
+        "candidate: the adapter after",
         "steps to +25 points: ",
         "gate:",
     ):
         assert line in out
     assert "cut the run short" not in out  # work-bounded: the quick plan runs whole
-    assert "test success after 2 GRPO steps" not in out  # the last step's point is the gate's
+    assert "after 2 GRPO steps: validation success" in out  # the last step is probed: it may be chosen
     assert (where / "quickstart.png").read_bytes().startswith(b"\x89PNG")
     assert (where / "learner" / "reports" / "cycle-0001" / "progress.png").read_bytes().startswith(b"\x89PNG")
     with MemoryStore.open(where / "memory.db") as store:
@@ -69,3 +71,8 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
         validation, test = tasks_of("warm"), tasks_of("gate-current")
         assert validation and test and not validation & test
         assert tasks_of("untrained") == test
+        # Probes replay both halves; GRPO's candidate is chosen on the validation half alone.
+        assert tasks_of("probe1") == validation | test
+    kept = json.loads((where / "selected" / "kept.json").read_text())
+    assert [step for step, _success in kept["history"]] == [1, 2]
+    assert f"candidate: the adapter after {kept['step']} of 2 GRPO steps" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,12 @@ def test_the_estimate_adds_up_the_plans_work_from_the_calibration() -> None:
     cost = estimate(plan, Calibration(attempt_s=0.1, step_s=0.5), imitation_examples=40, validation=6, test=6)
     assert cost.warm_epoch_s == pytest.approx(3 * 0.5 + 6 * 2 * 0.1)  # 3 steps, 12 attempts
     assert cost.grpo_step_s == pytest.approx(32 * 0.1 + 2 * 2 * 0.5)  # 32 rollouts, 2 updates x 2 steps
-    assert cost.probe_s == pytest.approx(24 * 0.1) and cost.gate_s == pytest.approx(48 * 0.1)
-    assert plan.probes() == 3  # after steps 5, 10, 15; step 20's point is the gate's
-    assert cost.total_s() == pytest.approx(10 * 2.7 + 20 * 5.2 + 3 * 2.4 + 4.8)
+    # A probe: validation and test tasks, probe_group (2) attempts each; the gate: test, eval_group.
+    assert cost.probe_s == pytest.approx(12 * 2 * 0.1) and cost.gate_s == pytest.approx(48 * 0.1)
+    assert plan.probes() == 4  # after steps 5, 10, 15 and 20 (the last step is probed: it may be chosen)
+    assert replace(plan, grpo_steps=22).probes() == 5  # ... and after step 22
+    assert replace(plan, probe_every=0).probes() == 0
+    assert cost.total_s() == pytest.approx(10 * 2.7 + 20 * 5.2 + 4 * 2.4 + 4.8)
     assert cost.total_s(4) < cost.total_s()
     assert "estimated time on this machine" in cost.line() and "4-10 epochs" in cost.line()
 
@@ -40,7 +44,7 @@ def test_a_trained_attempt_costs_the_sandbox_and_sampling_for_shorter_replies() 
     )
     assert calibration.trained_attempt_s == pytest.approx(0.1 + 0.4 / 4)
     cost = estimate(QuickstartPlan(), calibration, imitation_examples=320, validation=24, test=24)
-    assert cost.probe_s == pytest.approx(24 * 4 * 0.2)
+    assert cost.probe_s == pytest.approx(48 * 2 * 0.2)
     # Replies never grow past what was measured; a sandbox slower than the attempt is the attempt.
     longer = Calibration(attempt_s=0.5, step_s=1.0, sandbox_s=0.1, reply_tokens=10, trained_reply_tokens=40)
     assert longer.trained_attempt_s == pytest.approx(0.5)

@@ -108,7 +108,7 @@ def test_a_cycle_holds_one_copy_of_the_base_and_its_two_adapters(
                 model_dir, train, heldout, store, tmp_path / "cycle", ExecutorVersions(tmp_path / "data"),
                 settings, on_iteration=lambda i, _reward, _metrics: census.take(f"step {i}"),
                 start_adapter=start_adapter, on_phase=census.take,
-                probe=Probe(heldout, 1, lambda steps, _measured: census.take(f"probe {steps}")),
+                probe=Probe(heldout, 1, lambda point: census.take(f"probe {point.steps}")),
             )
         )  # fmt: skip
 
