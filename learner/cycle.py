@@ -261,7 +261,8 @@ async def run_cycle(
             if on_iteration is not None:
                 on_iteration(iteration, reward, metrics)
             done = iteration + 1
-            # Without a choice, the last step's point is the gate's candidate evaluation: not measured twice.
+            # The last step is probed after the loop when validation chooses; without a choice its
+            # point is the gate's candidate evaluation, not measured twice.
             if (
                 probe is not None
                 and probe.every > 0
@@ -314,7 +315,11 @@ async def run_cycle(
                 base_model=str(model_dir),
                 base_model_hash=model_hash(model_dir),
                 parent=versions.current_name(),
-                training={"steps": len(steps), "train_reward": rewards[-1][1] if rewards else None},
+                training={
+                    "steps": len(steps),
+                    "train_reward": rewards[-1][1] if rewards else None,
+                    "candidate_step": candidate_step,  # chosen on validation; None: the last step
+                },
                 gate=decision.as_dict(),
             )
             version = promote(versions, adapter_dir, meta)
