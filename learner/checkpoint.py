@@ -49,7 +49,7 @@ def save_checkpoint(
         shutil.rmtree(stale)
     temporary = directory / f"{TEMPORARY}{PREFIX}{step:06d}"
     temporary.mkdir()
-    weights = {name: p.detach().cpu().contiguous() for name, p in policy.named_trainable().items()}
+    weights = trainable_weights(policy)
     save_file(weights, str(temporary / "trainable.safetensors"))
     torch.save(optimizer.state_dict(), temporary / "optimizer.pt")
     torch.save(_rng_state(), temporary / "rng.pt")
@@ -69,6 +69,11 @@ def save_checkpoint(
     for old in _checkpoints(directory)[:-keep]:
         shutil.rmtree(old)
     return final
+
+
+def trainable_weights(policy: TrainablePolicy) -> dict[str, torch.Tensor]:
+    """The policy's trainable tensors by parameter name, on the CPU, as safetensors stores them."""
+    return {name: p.detach().cpu().contiguous() for name, p in policy.named_trainable().items()}
 
 
 def latest_checkpoint(directory: Path) -> Path | None:

@@ -13,9 +13,9 @@ which compares on its own held-out tasks, stays an honest measure of the chosen 
 
 Invariants:
 - Ties go to the later step, which trained longer on the same evidence.
-- What is kept is the policy's trainable tensors (a LoRA adapter's: small), in memory and on disk
-  (`weights.safetensors` and `kept.json`, written under a temporary name and renamed), so a cycle
-  resumed in the same directory still knows its best and can restore it.
+- What is kept is the policy's trainable tensors (a LoRA adapter's: small), on disk only
+  (`weights.safetensors` and `kept.json`, each written under a temporary name and renamed), so a
+  cycle resumed in the same directory still knows its best and can restore it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import load_file, save_file
+
+from learner.checkpoint import trainable_weights
 
 if TYPE_CHECKING:
     from learner.policy import TrainablePolicy
@@ -54,7 +56,7 @@ class BestOnValidation:
         better = success >= self.success
         if better:
             self.step, self.success = step, success
-            weights = {name: p.detach().cpu().contiguous() for name, p in policy.named_trainable().items()}
+            weights = trainable_weights(policy)
             self.directory.mkdir(parents=True, exist_ok=True)
             partial = self.directory / f".partial-{WEIGHTS}"
             save_file(weights, str(partial))
