@@ -240,14 +240,15 @@ class LocalModel:
             )
 
     def _action_constraint(self) -> ActionConstraint:
-        """The action format over this tokenizer's token texts (once: ~1 s for 150k tokens).
-        Special and added tokens (chat markers, eos) never go into an action's text."""
+        """The action format's automaton over this tokenizer's token bytes (once: ~0.2 s for the
+        tiny executor's 2,000 tokens, ~2 s for 150,000). Special and added tokens (chat markers,
+        eos) never go into an action's text."""
         if self._constraint is None:
             known = min(self.vocab_size, self.tokenizer.vocab_size)
             hf = self.tokenizer.hf
             markers = {*self.stop_ids, *hf.all_special_ids, *hf.added_tokens_decoder}
-            pieces = [self.tokenizer.token_text(t) if t not in markers else "" for t in range(known)]
-            self._constraint = ActionConstraint(pieces + [""] * (self.vocab_size - known), self.stop_ids)
+            pieces = [self.tokenizer.token_bytes(t) if t not in markers else b"" for t in range(known)]
+            self._constraint = ActionConstraint(pieces + [b""] * (self.vocab_size - known), self.stop_ids)
         return self._constraint
 
     def logprobs_of(

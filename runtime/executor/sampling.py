@@ -26,17 +26,18 @@ products, which flip a draw only when u falls within ~1e-6 of a boundary). One s
 would have made a row's draws depend on its batch; a generator per row drawing per token would
 have forced a Python loop over rows at every step. Drawing each row's u's up front does neither.
 
-Constrained sampling (`constraint`, an `action_grammar.ActionConstraint`): a row's token that
-would leave its text outside the action format is set aside and the row draws again at the same
-u from what is left, up to `_REDRAWS` times; then from the distribution restricted to every token
-the format allows (`ActionConstraint.allowed`). Either way the draw is from the model's
-distribution restricted to the allowed tokens and renormalised, a function of the row's own seed
-as before. The recorded logprobs stay raw (unrestricted) ones; a trained model almost always
-samples an allowed token first, so the two differ on few tokens. A row also closes its action
-in time: once its token budget (`max_tokens` less what it wrote) comes within
-`ActionConstraint.ending_bound`, a token after which the shortest ending (then a stop token) no
-longer fits is replaced by that ending, written in the fewest tokens, so a reply that wanders
-inside a long string still parses (as a wrong command) instead of being cut at `max_tokens`.
+Constrained sampling (`constraint`, an `action_grammar.ActionConstraint`): each row walks the
+format's automaton, one state per row. A row's token that would leave the format is set aside
+and the row draws again at the same u from what is left, up to `_REDRAWS` times; then from the
+distribution restricted to every token the format allows (`ActionConstraint.allowed_after`).
+Either way the draw is from the model's distribution restricted to the allowed tokens and
+renormalised, a function of the row's own seed as before. The recorded logprobs stay raw
+(unrestricted) ones; a trained model almost always samples an allowed token first, so the two
+differ on few tokens. A row also closes its action in time: once its token budget (`max_tokens`
+less what it wrote) comes within `ActionConstraint.ending_bound`, a token after which the
+closing (the shortest ending in the fewest tokens, then a stop token) no longer fits is replaced
+by that closing, so a reply that wanders inside a long string still parses (as a wrong command)
+instead of being cut at `max_tokens`.
 
 Batching: prompts are left-padded to one width, with an attention mask and position ids that
 start at each row's first real token, and decoded together with the key-value cache. The tokens
@@ -119,7 +120,7 @@ def sample_batch(
     produced = torch.zeros(rows, dtype=torch.long, device=device)  # (N,) tokens kept per row
     stopped = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,) ended on a stop token
     finished = torch.zeros(rows, dtype=torch.bool, device=device)  # (N,)
-    texts = [""] * rows  # each row's completion text so far, for the constraint
+    states: list[int | None] = [None if constraint is None else constraint.start] * rows  # in the format
     endings: list[list[int]] = [[] for _ in range(rows)]  # tokens a row closing its action has left
     for step in range(steps):
         logits = output.logits[:, -1].float()  # (N, V)
@@ -130,7 +131,7 @@ def sample_batch(
             budgets = (limits - produced).tolist()  # tokens each row may still write, this one included
             tokens = _keep_to(
                 constraint,
-                texts,
+                states,
                 endings,
                 budgets,
                 tokens,
@@ -168,7 +169,7 @@ def sample_batch(
 
 def _keep_to(
     constraint: ActionConstraint,
-    texts: list[str],
+    states: list[int | None],
     endings: list[list[int]],
     budgets: list[int],
     tokens: torch.Tensor,
@@ -179,55 +180,56 @@ def _keep_to(
     uniforms: torch.Tensor | None,
 ) -> torch.Tensor:
     """`tokens` (N,) with each running row's token replaced, where the constraint refuses it, by
-    a draw from that row's allowed tokens, or by the next token of the row's ending once the row
-    must close its action to fit its budget; `texts` grow by the tokens kept."""
+    a draw from that row's allowed tokens, or by the next token of the row's closing once the row
+    must close its action to fit its budget; `states` advance by the tokens kept."""
     chosen, done = tokens.tolist(), finished.tolist()
     for row, token in enumerate(chosen):
         if done[row]:
             continue
+        state = states[row]
         if endings[row]:
             token = endings[row].pop(0)
         else:
-            if not constraint.allows(texts[row], token):
+            if constraint.advance(state, token) is None:
                 row_uniform = None if uniforms is None else uniforms[row : row + 1]
                 token = _redraw(
-                    constraint, texts[row], token, logits[row : row + 1], temperature, top_p, row_uniform
+                    constraint, state, token, logits[row : row + 1], temperature, top_p, row_uniform
                 )
             near_the_end = budgets[row] <= constraint.ending_bound
-            if near_the_end and not _still_closes(constraint, texts[row], token, budgets[row]):
-                ending = constraint.ending_tokens(texts[row])
-                if ending is not None and len(ending) <= budgets[row]:
-                    token, endings[row] = ending[0], ending[1:]
+            if near_the_end and not _still_closes(constraint, state, token, budgets[row]):
+                closing = constraint.closing(state)
+                if closing is not None and len(closing) <= budgets[row]:
+                    token, endings[row] = closing[0], closing[1:]
         chosen[row] = token
-        texts[row] += "" if token in constraint.stop_ids else constraint.pieces[token]
+        states[row] = constraint.advance(state, token)
     return torch.tensor(chosen, dtype=tokens.dtype, device=tokens.device)
 
 
-def _still_closes(constraint: ActionConstraint, text: str, token: int, budget: int) -> bool:
-    """Whether, after `token`, the action can still end within the `budget - 1` tokens left."""
+def _still_closes(constraint: ActionConstraint, state: int | None, token: int, budget: int) -> bool:
+    """Whether, after `token`, the action can still close within the `budget - 1` tokens left."""
     if token in constraint.stop_ids:
         return True
-    needed = constraint.ending_length(text + constraint.pieces[token])
+    needed = constraint.closing_length(constraint.advance(state, token))
     return needed is not None and needed <= budget - 1
 
 
 def _redraw(
     constraint: ActionConstraint,
-    text: str,
+    state: int | None,
     refused: int,
     logits: torch.Tensor,
     temperature: float,
     top_p: float,
     uniform: torch.Tensor | None,
 ) -> int:
-    """A token for one row (`logits` (1, V)) that the constraint allows after `text`."""
+    """A token for one row (`logits` (1, V)) that the constraint allows in `state`."""
     logits = logits.clone()
     for _ in range(_REDRAWS):
         logits[0, refused] = -torch.inf
         refused = int(choose_tokens(logits, temperature, top_p, uniform)[0])
-        if constraint.allows(text, refused):
+        if constraint.advance(state, refused) is not None:
             return refused
-    allowed = constraint.allowed(text)
+    allowed = constraint.allowed_after(state)
     if not allowed:  # nothing can follow (the tokenizer lacks a character the format needs)
         return min(constraint.stop_ids, default=refused)
     only = torch.full_like(logits, -torch.inf)

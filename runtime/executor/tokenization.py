@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -91,6 +92,21 @@ class ExecutorTokenizer:
         """One token's text as servers show it in logprobs (special tokens included)."""
         return self.hf.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
+    @functools.cached_property
+    def byte_level(self) -> bool:
+        """Whether the decoder is byte-level BPE's (read once, from the tokenizer's JSON)."""
+        return _decodes_byte_level(self.hf)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for. Byte-level BPE tokenizers (GPT-2, Qwen, Llama 3, the
+        tiny executor's) spell each byte as one character of a fixed table, so a token holding
+        half of a multi-byte character gets exactly its bytes; others, their text as UTF-8."""
+        if self.byte_level:
+            piece = self.hf.convert_ids_to_tokens(token_id)
+            if isinstance(piece, str) and all(character in _BYTE_OF for character in piece):
+                return bytes(_BYTE_OF[character] for character in piece)
+        return self.token_text(token_id).encode()
+
     def retokenize(
         self, messages: Sequence[dict[str, Any]], text: str, finish_reason: str
     ) -> tuple[list[int], list[int]]:
@@ -113,6 +129,30 @@ class TokenizerOnDemand:
         if self._tokenizer is None and self.directory is not None:
             self._tokenizer = await asyncio.to_thread(ExecutorTokenizer.load, self.directory)
         return self._tokenizer
+
+
+def _byte_table() -> dict[str, int]:
+    """Byte-level BPE's characters for the 256 bytes (GPT-2's table): printable Latin-1 bytes
+    stand for themselves, the others for the characters from U+0100 on, in byte order."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    moved = [byte for byte in range(256) if byte not in kept]
+    return {chr(byte): byte for byte in kept} | {chr(256 + n): byte for n, byte in enumerate(moved)}
+
+
+_BYTE_OF = _byte_table()
+
+
+def _decodes_byte_level(hf: Any) -> bool:
+    """Whether the fast tokenizer's decoder is (or contains) the byte-level one."""
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None:
+        return False
+    try:
+        decoder = json.loads(backend.to_str()).get("decoder") or {}
+    except (ValueError, AttributeError):
+        return False
+    parts = decoder.get("decoders", [decoder]) if decoder.get("type") == "Sequence" else [decoder]
+    return any(part.get("type") == "ByteLevel" for part in parts if isinstance(part, dict))
 
 
 def _tokenizer_hash(hf: Any) -> str:

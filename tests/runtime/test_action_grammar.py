@@ -14,7 +14,6 @@ from runtime.executor.action_grammar import (
     ActionConstraint,
     is_action_prefix,
     is_whole_action,
-    shortest_ending,
 )
 from runtime.executor.actions import parse_action
 
@@ -34,12 +33,49 @@ GARBLED = [
 ]
 
 
+# One token per byte (and a stop): the constraint's automaton with nothing merged, so a closing
+# spells its ending byte by byte.
+BYTE_STOP = 256
+BYTES = ActionConstraint([bytes([byte]) for byte in range(256)] + [b""], {BYTE_STOP})
+
+
+def shortest_ending(prefix: str) -> str | None:
+    """The text `BYTES` closes `prefix` with (the stop left out), None where it cannot."""
+    closing = BYTES.ending_tokens(prefix)
+    return None if closing is None else bytes(closing[:-1]).decode()
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.from_regex(ACTION_PATTERN, fullmatch=True))
 def test_every_whole_match_is_a_valid_action(text: str) -> None:
     assert is_whole_action(text)
     action = parse_action(text)
     assert 1 <= len(action.commands) <= 8 or (action.task_complete and not action.commands)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.from_regex(ACTION_PATTERN, fullmatch=True), st.text(max_size=3))
+def test_the_automaton_and_the_pattern_agree_on_every_prefix(action: str, noise: str) -> None:
+    """What sampling walks (outlines-core's automaton) is the language `is_action_prefix` reads:
+    on every prefix of an action, and on a prefix with a few characters of noise after it."""
+    for end in range(len(action) + 1):
+        for text in (action[:end], action[:end] + noise):
+            state = BYTES.state_of(text)
+            assert (state is not None) == is_action_prefix(text), text
+            assert BYTES.allows(text, BYTE_STOP) == is_whole_action(text), text
+
+
+def test_a_character_split_across_tokens_is_allowed_only_where_the_character_may_go() -> None:
+    """Byte-level tokenizers split characters: the automaton reads bytes, so half of "é" may
+    follow only where the whole "é" may, and only the other half may follow it."""
+    first, second = "é".encode()
+    pieces = [b'{"analysis": "', bytes([first]), bytes([second]), b'"', b"x", b""]
+    constraint = ActionConstraint(pieces, {5})
+    inside = '{"analysis": "'
+    assert constraint.allows(inside, 1) and not constraint.allows("{", 1)  # only inside a string
+    half = constraint.advance(constraint.state_of(inside), 1)
+    assert constraint.allowed_after(half) == [2]  # the character's other half, and nothing else
+    assert constraint.advance(half, 2) == constraint.state_of(inside + "é")
 
 
 def test_every_prefix_of_a_canonical_action_can_still_become_one() -> None:
@@ -49,13 +85,14 @@ def test_every_prefix_of_a_canonical_action_can_still_become_one() -> None:
     assert all(is_action_prefix(CANONICAL[:end]) for end in range(len(CANONICAL) + 1))
     assert not any(is_whole_action(CANONICAL[:end]) for end in range(len(CANONICAL)))
     assert not is_action_prefix(CANONICAL + " ")  # nothing after the closing brace
+    assert BYTES.state_of(CANONICAL + " ") is None and BYTES.allowed(CANONICAL) == [BYTE_STOP]
 
 
 @pytest.mark.parametrize(("reply", "breaks_at"), GARBLED)
 def test_garbled_replies_are_refused_where_they_break(reply: str, breaks_at: str) -> None:
     end = reply.index(breaks_at) + len(breaks_at)
-    assert not is_action_prefix(reply[:end])
-    assert is_action_prefix(reply[: end - 1])
+    assert not is_action_prefix(reply[:end]) and BYTES.state_of(reply[:end]) is None
+    assert is_action_prefix(reply[: end - 1]) and BYTES.state_of(reply[: end - 1]) is not None
     with pytest.raises(ValueError):
         parse_action(reply + '"}]}')
 
@@ -102,7 +139,7 @@ def test_every_prefix_has_an_ending_no_longer_than_its_own_rest(action: str, whe
     prefix = action[: int(where * len(action))]
     ending = shortest_ending(prefix)
     assert ending is not None and is_whole_action(prefix + ending)
-    assert len(ending) <= len(action) - len(prefix)
+    assert len(ending.encode()) <= len(action.encode()) - len(prefix.encode())
     assert all(not is_whole_action(prefix + ending[:cut]) for cut in range(len(ending)))
 
 
@@ -125,7 +162,7 @@ def test_every_prefix_has_an_ending_no_longer_than_its_own_rest(action: str, whe
         ),  # \"
         (
             '{"analysis": "", "commands": [{"keystrokes": "ls\\u0',
-            '000", "timeout": 1}], "task_complete": true}',
+            'aaa", "timeout": 1}], "task_complete": true}',  # hex digits
         ),
         ('{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 2.', '0}], "task_complete": true}'),
         ('{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 2}], "task_complete": f', "alse}"),
@@ -137,8 +174,9 @@ def test_the_shortest_ending_of_each_kind_of_prefix(prefix: str, ending: str | N
     found = shortest_ending(prefix)
     if ending is None:
         assert found is None
-    else:  # as short as the one given (where two are, either will do)
+    else:
         assert found is not None and len(found) == len(ending) and is_whole_action(prefix + found)
+        assert found == ending  # and the plainest filler: "a", "1", "true"
 
 
 def test_an_ending_is_spelled_in_the_fewest_tokens_then_a_stop() -> None:

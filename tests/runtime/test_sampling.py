@@ -235,3 +235,15 @@ def test_a_reply_wandering_in_a_string_closes_just_in_time(
         prompts[2], SamplingParams(temperature=1.0, max_tokens=3, constrained=True, seed=3)
     )
     assert too_short.finish_reason == "length"  # no action fits in 3 tokens: nothing to close
+
+
+def test_token_bytes_concatenate_to_the_text_even_where_a_token_splits_a_character(model: LocalModel) -> None:
+    """The constraint reads tokens as bytes: a byte-level token that holds half of "é" is that
+    half (its text would read U+FFFD), and a text's tokens' bytes are the text's UTF-8."""
+    tokenizer = model.tokenizer
+    text = "cp café.txt naïve/ && echo 日本"
+    ids = tokenizer.encode_text(text)
+    assert b"".join(tokenizer.token_bytes(t) for t in ids) == text.encode()
+    split = [t for t in ids if "\ufffd" in tokenizer.token_text(t)]
+    assert split  # the tiny tokenizer has no merge for these characters
+    assert all(b"\xef\xbf\xbd" not in tokenizer.token_bytes(t) for t in split)
