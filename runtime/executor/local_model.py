@@ -240,8 +240,8 @@ class LocalModel:
             )
 
     def _action_constraint(self) -> ActionConstraint:
-        """The action format's automaton over this tokenizer's token bytes (once: ~0.2 s for the
-        tiny executor's 2,000 tokens, ~2 s for 150,000). Special and added tokens (chat markers,
+        """The action format's automaton over this tokenizer's token bytes (once: ~0.1 s for the
+        tiny executor's 2,000 tokens, ~2.4 s for 150,000). Special and added tokens (chat markers,
         eos) never go into an action's text."""
         if self._constraint is None:
             known = min(self.vocab_size, self.tokenizer.vocab_size)
