@@ -84,18 +84,7 @@ def latest_checkpoint(directory: Path) -> Path | None:
 def load_checkpoint(path: Path, policy: TrainablePolicy, optimizer: torch.optim.Optimizer) -> int:
     """Restore weights, optimizer and random state from `path`; returns its step."""
     state = json.loads((path / "state.json").read_text())
-    trainable = policy.named_trainable()
-    expected = {name: list(p.shape) for name, p in trainable.items()}
-    if state["parameters"] != expected:
-        missing = sorted(set(expected) ^ set(state["parameters"]))[:3]
-        raise CheckpointError(
-            f"{path} was written for other trainable parameters (differing: {missing or 'shapes'}): "
-            "resume with the same model and LoRA settings, or use a new checkpoint directory"
-        )
-    weights = load_file(str(path / "trainable.safetensors"))
-    with torch.no_grad():
-        for name, parameter in trainable.items():
-            parameter.copy_(weights[name])
+    load_trainable_weights(path / "trainable.safetensors", policy)
     optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
     rng = torch.load(path / "rng.pt", weights_only=True)
     torch.set_rng_state(rng["cpu"])
@@ -103,6 +92,24 @@ def load_checkpoint(path: Path, policy: TrainablePolicy, optimizer: torch.optim.
         torch.cuda.set_rng_state_all(rng["cuda"])
     random.setstate(_python_state(state["python_random"]))
     return int(state["step"])
+
+
+def load_trainable_weights(file: Path, policy: TrainablePolicy) -> None:
+    """Copy the tensors of a `trainable_weights` file into `policy`, which must have exactly
+    those trainable parameters, in those shapes (CheckpointError otherwise, nothing copied)."""
+    weights = load_file(str(file))
+    trainable = policy.named_trainable()
+    expected = {name: tuple(p.shape) for name, p in trainable.items()}
+    found = {name: tuple(w.shape) for name, w in weights.items()}
+    if found != expected:
+        differing = sorted(set(expected) ^ set(found))[:3]
+        raise CheckpointError(
+            f"{file} was written for other trainable parameters (differing: {differing or 'shapes'}): "
+            "use the same model and LoRA settings, or a new directory"
+        )
+    with torch.no_grad():
+        for name, parameter in trainable.items():
+            parameter.copy_(weights[name])
 
 
 def _checkpoints(directory: Path) -> list[Path]:

@@ -25,10 +25,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from learner.checkpoint import trainable_weights
+from learner.checkpoint import load_trainable_weights, trainable_weights
 
 if TYPE_CHECKING:
     from learner.policy import TrainablePolicy
@@ -66,18 +65,11 @@ class BestOnValidation:
 
     def restore(self, policy: TrainablePolicy) -> int | None:
         """Copy the kept weights back into `policy`; returns their step (None: nothing kept,
-        the policy is left as it is)."""
+        the policy is left as it is). CheckpointError if `policy` has other trainable
+        parameters than the one whose weights were kept."""
         if self.step is None:
             return None
-        weights = load_file(str(self.directory / WEIGHTS))
-        trainable = policy.named_trainable()
-        if {n: tuple(w.shape) for n, w in weights.items()} != {
-            n: tuple(p.shape) for n, p in trainable.items()
-        }:
-            raise ValueError(f"{self.directory} holds weights of other parameters than this policy's")
-        with torch.no_grad():
-            for name, parameter in trainable.items():
-                parameter.copy_(weights[name])
+        load_trainable_weights(self.directory / WEIGHTS, policy)
         return self.step
 
     def _write_state(self) -> None:

@@ -13,6 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from learner import ExecutorVersions
+from learner.checkpoint import CheckpointError
 from learner.cycle import CycleSettings, Probe, ProbePoint, run_cycle
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.replay import ReplaySettings, as_served
@@ -85,7 +86,7 @@ def test_weights_of_another_policy_are_refused(tmp_path: Path, tiny: Path) -> No
     kept = BestOnValidation(tmp_path / "selected")
     kept.offer(1, 0.5, TrainablePolicy.create(LocalModel.load(tiny), LORA))
     other = TrainablePolicy.create(LocalModel.load(tiny), LoraSettings(rank=2))
-    with pytest.raises(ValueError, match="other parameters"):
+    with pytest.raises(CheckpointError, match="other trainable parameters"):
         kept.restore(other)
 
 
