@@ -176,7 +176,7 @@ class ActionConstraint:
 
 # The order in which an ending's characters are preferred among those of equal length: a plain
 # letter where any visible character will do, then digits (a timeout's "1"), then the rest.
-_PREFERRED = sorted(range(256), key=lambda byte: (byte != ord("a"), not chr(byte).isdigit(), byte))
+_PREFERRED = sorted(range(256), key=lambda byte: (byte != ord("a"), not ord("0") <= byte <= ord("9"), byte))
 
 
 def _shortest_endings(index: Index, start: int, byte_ids: int) -> dict[int, bytes]:
