@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import inspect
 import os
 import shutil
 import stat
@@ -301,8 +302,9 @@ async def to_the_end(future: asyncio.Future[T], undo: Callable[[T], object] | No
     """The result of `future`, awaited to its end even when the caller is cancelled meanwhile.
 
     A cancellation that arrived is raised once `future` is done, after `undo(result)` has
-    released what it made (nobody else will: the caller never sees the result); an error of
-    `future` after a cancellation is dropped for the cancellation."""
+    released what it made (nobody else will: the caller never sees the result); an `undo` that
+    returns an awaitable is awaited to its end too. An error of `future` after a cancellation
+    is dropped for the cancellation."""
     cancelled: asyncio.CancelledError | None = None
     while True:
         try:
@@ -319,7 +321,9 @@ async def to_the_end(future: asyncio.Future[T], undo: Callable[[T], object] | No
         break
     if cancelled is not None:
         if undo is not None:
-            undo(result)
+            undoing = undo(result)
+            if inspect.isawaitable(undoing):
+                await to_the_end(asyncio.ensure_future(undoing))
         raise cancelled
     return result
 

@@ -38,6 +38,7 @@ from runtime.sandbox.base import (
     CommandResult,
     Sandbox,
     SandboxOptions,
+    to_the_end,
 )
 from runtime.sandbox.errors import SandboxError, SandboxUnavailable
 from runtime.sandbox.output import BoundedOutput
@@ -66,20 +67,22 @@ class DockerSandbox(Sandbox):
         return (CONTAINER_UID, CONTAINER_UID) if os.geteuid() == 0 else None
 
     async def _boot(self) -> None:
-        self._client = await asyncio.to_thread(_connect)
+        # Both awaited to their end, a cancellation included, and then undone: a creation left
+        # to go on in its thread reached the engine after `start` had removed the root, and the
+        # engine made the bind mount's missing source again, as root, and kept the container.
+        self._client = await to_the_end(asyncio.ensure_future(asyncio.to_thread(_connect)), undo=_close)
         try:
-            self._container: Any = await asyncio.to_thread(self._create_container)
+            self._container: Any = await to_the_end(
+                asyncio.ensure_future(asyncio.to_thread(self._create_container)),
+                undo=lambda container: asyncio.to_thread(_remove, container),
+            )
         except BaseException:
             self._client.close()
             raise
 
     async def _shutdown(self) -> None:
-        import docker.errors
-
         try:
-            await asyncio.to_thread(self._container.remove, force=True)
-        except docker.errors.NotFound:
-            pass  # already gone (removed by hand or by the engine): nothing to release
+            await asyncio.to_thread(_remove, self._container)
         finally:
             self._client.close()
 
@@ -203,6 +206,19 @@ class DockerSandbox(Sandbox):
                 raise SandboxError(f"could not kill container {self._container.short_id}: {exc}") from exc
         self._container.wait()
         self._container.start()
+
+
+def _remove(container: Any) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass  # already gone (removed by hand or by the engine): nothing to release
+
+
+def _close(client: docker.DockerClient) -> None:
+    client.close()
 
 
 def _connect() -> docker.DockerClient:

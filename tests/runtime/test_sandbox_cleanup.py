@@ -9,6 +9,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -21,12 +22,13 @@ from runtime.agent import Agent, AgentSettings
 from runtime.events import Replied
 from runtime.inbound import Inbound
 from runtime.models import ChatModel, ModelSettings, RetryPolicy
-from runtime.sandbox import BackendName, SandboxOptions, Snapshot, open_sandbox, take_snapshot
+from runtime.sandbox import BackendName, BackendStatus, SandboxOptions, Snapshot, open_sandbox, take_snapshot
 from runtime.tools import builtin_toolbox
 from runtime.user_model import UserModelSettings
 from runtime.workspaces import Workspaces
 from tests.fakes.daemon_setup import until
 from tests.fakes.openai_server import FakeOpenAI
+from tests.sandbox_backends import require
 
 pytestmark = pytest.mark.anyio
 
@@ -103,6 +105,44 @@ async def test_many_sandboxes_cancelled_together_leave_no_directory(
             task.cancel()
         await asyncio.gather(*attempts, return_exceptions=True)
         assert leftovers(roots) == []
+
+
+async def test_a_docker_sandbox_cancelled_while_its_container_is_made_leaves_nothing(
+    sandbox_statuses: dict[str, BackendStatus], options: SandboxOptions, roots: Path
+) -> None:
+    """A cancellation while the engine creates and starts the container. Left to go on in its
+    thread, the creation reached the engine after the root was removed: the engine made the
+    bind mount's missing source again (as root) and the container stayed. The start is timed
+    first, then cancelled at points across it, then given as long again to leave anything."""
+    require(sandbox_statuses["docker"])
+    began = time.monotonic()
+    async with open_sandbox("docker", options=options):
+        start_s = time.monotonic() - began
+    for fraction in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9):
+        starting = asyncio.create_task(open_sandbox("docker", options=options).__aenter__())
+        await asyncio.sleep(start_s * fraction)
+        starting.cancel()
+        done = await asyncio.gather(starting, return_exceptions=True)
+        if not isinstance(done[0], asyncio.CancelledError):  # it started before the cancel
+            await done[0].stop()
+        await asyncio.sleep(start_s)
+        assert leftovers(roots) == [], fraction
+        assert await asyncio.to_thread(containers_mounting, roots) == [], fraction
+
+
+def containers_mounting(roots: Path) -> list[str]:
+    import docker
+
+    client = docker.from_env()
+    try:
+        found = client.containers.list(all=True, filters={"label": "temper.sandbox"})
+        return [
+            container.name
+            for container in found
+            if any(m["Source"].startswith(str(roots)) for m in container.attrs["Mounts"])
+        ]
+    finally:
+        client.close()
 
 
 def processes_naming(marker: str) -> list[str]:
