@@ -33,6 +33,7 @@ class IndexTerms:
         self.table = table
         self.scope = scope
         self.all = terms
+        self._span: tuple[int, int] | None = None  # _ids(), once read
         self.df, self._estimates = self._probe(terms)
         self.rare = [term for term in terms if self.df[term] < RARE_DF]
         self.by_rarity = sorted(terms, key=self.df.__getitem__)
@@ -88,14 +89,20 @@ class IndexTerms:
         return df, estimates
 
     def _ids(self) -> tuple[int, int]:
-        """The lowest message id, and how many ids there are from it to the highest."""
-        low, high = self.db.execute(
-            "select (select min(id) from messages), (select max(id) from messages)"
-        ).fetchone()
-        return (0, 0) if low is None else (low, high - low + 1)
+        """The lowest message id, and how many ids there are from it to the highest (read
+        once: a search's queries all plan with the same span)."""
+        if self._span is None:
+            low, high = self.db.execute(
+                "select (select min(id) from messages), (select max(id) from messages)"
+            ).fetchone()
+            self._span = (0, 0) if low is None else (low, high - low + 1)
+        return self._span
 
-    def _expected(self, terms: list[Term]) -> float:
-        """About how many messages hold all of `terms`, were they independent (for planning)."""
+    def _expected(self, terms: list[Term], join: str = "and") -> float:
+        """About how many messages hold all of `terms` (`join` "and"), were they independent,
+        or any of them ("or"), at most (for planning)."""
+        if join == "or":
+            return sum(self._estimates[term] for term in terms)
         expected = span = float(max(1, self._ids()[1]))
         for term in terms:
             expected *= min(1.0, self._estimates[term] / span)
@@ -108,6 +115,10 @@ class IndexTerms:
         select, bindings = self._select(["temper_rank"], [self.df[term] for term in terms], body)
         # A rare term drives its own intersection cheaply: only all-dense matches use the floor.
         if self.floor is None or any(self.df[term] < PROBE_CAP for term in terms):
+            if self._expected(terms, join) < window / 2:  # likely all of them: see _newest_first
+                rows = self._newest_first(select, bindings, window)
+                if rows is not None:
+                    return rows
             return self.db.execute(f"{select} order by f.rowid desc limit {window:d}", bindings).fetchall()
         # Above a floor the range is small: FTS5 walks it forwards about twice as fast as
         # backwards, and all of it is wanted anyway.
@@ -141,13 +152,23 @@ class IndexTerms:
         )
         dfs = [self.df[term] for term in kept] + [df for term in dropped for df in (self.df[term], -1)]
         select, bindings = self._select(["temper_leading", "temper_rank_leading"], dfs, body)
-        rows = self.db.execute(f"{select} order by f.rowid desc limit {WINDOW:d}", bindings).fetchall()
-        if len(rows) >= WINDOW:
+        rows = self._newest_first(select, bindings, WINDOW)
+        if rows is None:
             return None
         stages: list[list[tuple[int, float]]] = [[] for _ in range(deepest + 1)]
         for rowid, held, relevance in rows:
             stages[count - held].append((rowid, relevance))
         return stages
+
+    def _newest_first(self, select: str, bindings: list[object], window: int) -> list[tuple] | None:
+        """All of `select`'s rows, newest first, if there are fewer than `window`; else None.
+
+        Read oldest first and reversed: FTS5 walks its posting lists forwards about a third
+        faster than backwards (a typical search's stage query: 0.10 against 0.14 ms at
+        200,000 messages), and once the rows are fewer than the window, the order they were
+        read in changes nothing."""
+        rows = self.db.execute(f"{select} order by f.rowid limit {window:d}", bindings).fetchall()
+        return None if len(rows) >= window else rows[::-1]
 
     def _select(self, functions: list[str], dfs: Sequence[float], body: str) -> tuple[str, list[object]]:
         """`select f.rowid, <functions> ... where <body> matches in scope`, and its bindings:

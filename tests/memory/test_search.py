@@ -118,6 +118,26 @@ def test_common_word_queries_answer_from_the_newest_window(store: MemoryStore, m
     assert set(hits) <= newest_window
 
 
+def test_terms_that_go_together_more_than_expected_still_answer_from_the_newest_window(
+    store: MemoryStore, monkeypatch
+) -> None:
+    # Each of "walrus" and "violin" is in 1 message of 20, always together: as if independent,
+    # about 15 messages would hold both, so the query reads oldest first (the faster way for
+    # a few rows), finds the window full, and must read the newest instead.
+    monkeypatch.setattr(index_terms, "WINDOW", 50)
+    load(
+        store,
+        [
+            (f"m{i}", "ana", "s", "walrus violin duet" if i % 20 == 0 else f"filler note {i}", 6000 - i)
+            for i in range(6000)
+        ],
+    )
+    hits = found(store, "walrus violin", limit=10)
+    assert len(hits) == 10
+    newest_window = {f"m{i}" for i in range(6000 - 50 * 20, 6000, 20)}
+    assert set(hits) <= newest_window
+
+
 def test_limit_is_respected_and_bounded(chat: MemoryStore) -> None:
     assert len(found(chat, "the", limit=2)) == 2
     assert len(chat.search("the", user="ana", limit=10_000)) <= search_module.MAX_LIMIT
