@@ -115,7 +115,7 @@ class IndexTerms:
         select, bindings = self._select(["temper_rank"], [self.df[term] for term in terms], body)
         # A rare term drives its own intersection cheaply: only all-dense matches use the floor.
         if self.floor is None or any(self.df[term] < PROBE_CAP for term in terms):
-            if self._expected(terms, join) < window / 2:  # likely all of them: see _newest_first
+            if self._expected(terms, join) < window:  # likely all of them: see _newest_first
                 rows = self._newest_first(select, bindings, window)
                 if rows is not None:
                     return rows
