@@ -4,7 +4,7 @@ import apsw
 import pytest
 
 from memory import MemoryStore, MigrationError
-from memory.database import connect
+from memory.database import MMAP_BYTES, connect
 from memory.migrations import MIGRATIONS, current_version, migrate
 
 
@@ -33,6 +33,7 @@ def test_empty_database_migrates_to_latest(tmp_path: Path) -> None:
     assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
     assert db.execute("pragma foreign_keys").fetchone()[0] == 1
     assert db.execute("pragma auto_vacuum").fetchone()[0] == 2  # incremental
+    assert db.execute("pragma mmap_size").fetchone()[0] == MMAP_BYTES  # reads through a memory map
 
 
 def test_database_at_oldest_version_keeps_its_rows_and_indexes_them(tmp_path: Path) -> None:
