@@ -5,8 +5,8 @@ since the last checkpoint, never corrupts), foreign keys on, a busy timeout so a
 process waits instead of failing, incremental auto-vacuum set before the first table exists.
 Reads go through a memory map of the file's first MMAP_BYTES (SQLite maps it read-only; writes
 still go through the WAL): a search's rows are read where they lie instead of copied in by a
-system call each. At a million messages (a 600 MB file, ten times the page cache) a typical
-search took 1.03 ms against 1.18 without it, at the median; at 200,000, 0.41 against 0.43.
+system call each. At a million messages (a 600 MB file, ten times the page cache) it saves
+about 5% of a typical search (docs/benchmarks.md).
 Pragmas are issued one statement at a time: apsw runs a later statement in a multi-statement
 string only when the cursor is consumed (FACTS.md).
 """
