@@ -22,7 +22,15 @@ from runtime.agent import Agent, AgentSettings
 from runtime.events import Replied
 from runtime.inbound import Inbound
 from runtime.models import ChatModel, ModelSettings, RetryPolicy
-from runtime.sandbox import BackendName, BackendStatus, SandboxOptions, Snapshot, open_sandbox, take_snapshot
+from runtime.sandbox import (
+    BackendName,
+    BackendStatus,
+    Sandbox,
+    SandboxOptions,
+    Snapshot,
+    open_sandbox,
+    take_snapshot,
+)
 from runtime.tools import builtin_toolbox
 from runtime.user_model import UserModelSettings
 from runtime.workspaces import Workspaces
@@ -116,15 +124,18 @@ async def test_a_docker_sandbox_cancelled_while_its_container_is_made_leaves_not
     first, then cancelled at points across it, then given as long again to leave anything."""
     require(sandbox_statuses["docker"])
     began = time.monotonic()
-    async with open_sandbox("docker", options=options):
-        start_s = time.monotonic() - began
-    for fraction in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9):
+    sandbox = await open_sandbox("docker", options=options).__aenter__()
+    start_s = time.monotonic() - began
+    await sandbox.stop()
+    for fraction in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1):
         starting = asyncio.create_task(open_sandbox("docker", options=options).__aenter__())
         await asyncio.sleep(start_s * fraction)
         starting.cancel()
-        done = await asyncio.gather(starting, return_exceptions=True)
-        if not isinstance(done[0], asyncio.CancelledError):  # it started before the cancel
-            await done[0].stop()
+        [outcome] = await asyncio.gather(starting, return_exceptions=True)
+        if isinstance(outcome, Sandbox):  # it had started before the cancel came
+            await outcome.stop()
+        else:
+            assert isinstance(outcome, asyncio.CancelledError), outcome
         await asyncio.sleep(start_s)
         assert leftovers(roots) == [], fraction
         assert await asyncio.to_thread(containers_mounting, roots) == [], fraction
