@@ -1,7 +1,9 @@
 """One index's side of a search: its query terms, their document frequencies, and the
 bounded FTS5 queries that read its newest matches (search.py runs the stages over them).
 
-The cost bound lives here: every query reads matches newest first and stops at WINDOW rows;
+The cost bound lives here: every query reads matches newest first and stops at WINDOW rows
+(where fewer are expected, it reads them oldest first, which FTS5 does faster, and reverses
+them: `_newest_first`);
 document frequencies come from probes that stop counting at COUNT_CAP and extrapolate, capped
 at PROBE_CAP (a term under RARE_DF is rare, and its stages are exact); a scoped query made of
 common terms reads the scope's newest SCOPE_WINDOW rows first (`floors`).

@@ -26,7 +26,8 @@ The cost bound, which is where plain FTS5 is slow (~600 ms at p99 for common wor
 is each index's queries' (index_terms.py):
   - each FTS query reads matches newest first (`order by rowid desc`, served natively by
     FTS5) and stops at a window of rows, so a query made only of common words ranks its
-    newest matches instead of hundreds of thousands;
+    newest matches instead of hundreds of thousands (a query expected to find fewer rows
+    than its window reads them oldest first, a third faster in FTS5, and reverses them);
   - document frequencies come from probes that stop counting early, never from a full
     posting-list read: exact below the cap, extrapolated beyond it;
   - scope filters (user, session, role) are tokens in the index's `scope` column, so FTS5
