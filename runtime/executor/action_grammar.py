@@ -42,7 +42,13 @@ from collections.abc import Collection, Sequence
 import regex
 from outlines_core import Index, Vocabulary
 
-_ESCAPE = r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
+_HEX = "[0-9a-fA-F]"
+# A \u escape names a character: a surrogate only as the first half of a pair followed by its
+# second half (JSON allows a lone one, but it is no text: `parse_action` refuses it).
+_UNICODE = (
+    rf"u(?:[0-9a-cA-CeEfF]{_HEX}{{3}}|[dD][0-7]{_HEX}{{2}}|[dD][89abAB]{_HEX}{{2}}\\u[dD][c-fC-F]{_HEX}{{2}})"
+)
+_ESCAPE = rf'\\(?:["\\/bfnrt]|{_UNICODE})'
 _CHAR = rf'(?:[^"\\\x00-\x1f]|{_ESCAPE})'
 _STRING = rf'"{_CHAR}*"'
 # Blank items first (spaces, escapes such as \n), then one plain visible character: `parse_action`

@@ -75,6 +75,13 @@ def _json_object(text: str) -> object:
     if start < 0 or end < start:
         raise ActionParseError("no JSON object found in the reply")
     try:
-        return json.loads(text[start : end + 1])
+        value = json.loads(text[start : end + 1])
     except json.JSONDecodeError as error:
         raise ActionParseError(f"invalid JSON: {error.msg} at character {error.pos}") from None
+    try:  # JSON lets a \u escape name half of a UTF-16 pair, which is no text to run or show
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ActionParseError(
+            "a \\u escape names half of a character (a lone surrogate): write the character itself"
+        ) from None
+    return value

@@ -71,6 +71,12 @@ class ExecutorTokenizer:
             raise ExecutorRequestError(
                 "this tokenizer has no chat template: send token ids to /v1/completions"
             )
+        for number, message in enumerate(messages):
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, str) and not _is_text(content):
+                raise ExecutorRequestError(
+                    f"message {number} is not text: it holds half of a character (a lone surrogate)"
+                )
         try:
             encoded = self.hf.apply_chat_template(
                 list(messages), add_generation_prompt=True, tokenize=True, return_dict=True
@@ -169,3 +175,13 @@ def _tokenizer_hash(hf: Any) -> str:
 
 def _short_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _is_text(text: str) -> bool:
+    """Whether `text` encodes as UTF-8: not when it holds a lone surrogate (a JSON "\\ud83d"
+    alone decodes to one), which the tokenizer cannot take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

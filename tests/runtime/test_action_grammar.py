@@ -105,10 +105,17 @@ def test_garbled_replies_are_refused_where_they_break(reply: str, breaks_at: str
         '{"analysis": "", "commands": [{"keystrokes": "ls", "timeout": 0}], "task_complete": false}',
         '{"commands": [], "analysis": "", "task_complete": true}',  # keys out of order
         '```json\n{"analysis": "", "commands": [], "task_complete": true}',
+        '{"analysis": "\\ud83d", "commands": [], "task_complete": true}',  # half a character
+        '{"analysis": "\\udc00\\ud83d", "commands": [], "task_complete": true}',  # halves reversed
     ],
 )
 def test_what_the_parser_would_refuse_or_the_layout_varies_is_no_whole_match(text: str) -> None:
     assert not is_whole_action(text)
+
+
+def test_a_surrogate_pair_is_one_character_and_a_whole_match() -> None:
+    text = '{"analysis": "\\ud83d\\ude00", "commands": [], "task_complete": true}'
+    assert is_whole_action(text) and parse_action(text).analysis == "\U0001f600"
 
 
 def test_the_layout_is_json_dumps_and_an_empty_list_ends_the_task() -> None:

@@ -195,6 +195,8 @@ async def test_requests_the_model_cannot_take_are_refused(model: LocalModel) -> 
         await backend.complete([], FEW)
     with pytest.raises(ExecutorRequestError, match="unknown role"):
         await backend.complete([{"role": "wizard", "content": "hi"}], FEW)
+    with pytest.raises(ExecutorRequestError, match="lone surrogate"):
+        await backend.complete([{"role": "user", "content": "echo \ud83d"}], FEW)
     with pytest.raises(ExecutorRequestError, match="context"):
         await backend.complete([{"role": "user", "content": "ls -la " * 2000}], FEW)
     with pytest.raises(ExecutorRequestError, match="top_p"):
@@ -360,6 +362,7 @@ async def test_malformed_requests_get_4xx_and_the_server_keeps_serving(
         ("/chat/completions", {"messages": []}, 400),
         ("/chat/completions", {"messages": [{"content": "no role"}]}, 400),
         ("/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]}, 400),
+        ("/chat/completions", b'{"messages": [{"role": "user", "content": "\\ud83d"}]}', 400),
         ("/chat/completions", {**chat, "temperature": -1}, 400),
         ("/chat/completions", {**chat, "n": 2}, 400),
         ("/chat/completions", {**chat, "stream": True}, 400),

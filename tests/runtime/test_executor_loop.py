@@ -263,6 +263,12 @@ def test_parse_action_rejects_what_it_cannot_run() -> None:
         ('{"commands": "ls"}', "commands"),
         ('{"commands": [{"keystrokes": "ls", "timeout": -1}]}', "timeout"),
         ('{"commands": []}', "at least one command"),
+        # Half of a UTF-16 pair: valid JSON, but no text (the tokenizer refused the next prompt).
+        ('{"commands": [{"keystrokes": "echo \\ud83d"}]}', "lone surrogate"),
+        ('{"analysis": "\\udc00", "commands": [], "task_complete": true}', "lone surrogate"),
     ]:
         with pytest.raises(ActionParseError, match=reason):
             parse_action(bad)
+    # Both halves make one character.
+    both = parse_action('{"commands": [{"keystrokes": "echo \\ud83d\\ude00"}]}')
+    assert both.commands[0].keystrokes == "echo \U0001f600"
