@@ -25,8 +25,15 @@ ranks among a subset: idf from that subset's counts (recall_rank.py), lengths as
 These two let one query answer all of search.py's relaxation stages at once: with the terms
 in rarity order, a row holding the first m of n belongs to stage n - m and is scored as that
 stage's own query would score it.
+
+The functions run in C where `memory._fts5_rank` was built (pip builds it at install:
+`memory/_fts5_rank.c`, the same arithmetic in the same order, so the same scores): FTS5 calls
+a ranking function for every row a query matches, and a Python call costs about 1.5 µs a row
+against a few tenths of one in C. The Python functions below are the reference the C ones are
+tested against, and what runs where no C compiler was there at install (`NATIVE` says which).
 """
 
+import importlib.util
 import math
 
 import apsw
@@ -85,7 +92,27 @@ def temper_matched(api: apsw.FTS5ExtensionApi) -> int:
     return sum(bool(api.phrase_locations(phrase)[0]) for phrase in range(api.phrase_count))
 
 
-def register(connection: apsw.Connection) -> None:
+def _native_library() -> str | None:
+    """Where the built C functions lie, or None where they were not built."""
+    spec = importlib.util.find_spec("memory._fts5_rank")
+    return None if spec is None else spec.origin
+
+
+NATIVE_LIBRARY = _native_library()
+NATIVE = NATIVE_LIBRARY is not None
+
+
+def register(connection: apsw.Connection, native: bool = NATIVE) -> None:
+    """Give `connection` temper's ranking functions: the C ones if `native`, else Python's."""
+    if native:
+        if NATIVE_LIBRARY is None:
+            raise RuntimeError("memory._fts5_rank was not built (pip install needs a C compiler)")
+        connection.enable_load_extension(True)
+        try:  # only for this load: SQL cannot load libraries afterwards
+            connection.load_extension(NATIVE_LIBRARY, "sqlite3_temperrank_init")
+        finally:
+            connection.enable_load_extension(False)
+        return
     connection.register_fts5_function("temper_rank", temper_rank)
     connection.register_fts5_function("temper_rank_in", temper_rank_in)
     connection.register_fts5_function("temper_matched", temper_matched)

@@ -64,10 +64,12 @@ STAGED_PRIOR = 0.3  # a question's rerank: weight of the staged order (see _ques
 
 
 class _Found:
-    """Candidates by message id: the stage that first found each, and its relevance."""
+    """Candidates by message id: the stage that first found each, and its relevance;
+    `shortlist` of them are ranked (blended with recency and the overlap)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, shortlist: int) -> None:
         self.limit = limit
+        self.shortlist_size = shortlist
         self.by_id: dict[int, tuple[int, float, str]] = {}
 
     @property
@@ -82,7 +84,17 @@ class _Found:
         # Recency can lift a hit by at most 1 + RECENCY_WEIGHT, so it only reorders near
         # neighbours: blending the best few is enough.
         ranked = sorted(self.by_id.items(), key=lambda item: (item[1][0], -item[1][1]))
-        return ranked[: max(3 * self.limit, 30)]
+        return ranked[: self.shortlist_size]
+
+
+def _shortlist_size(size: int, is_question: bool) -> int:
+    """How many of the best-relevance candidates are ranked. A question's pool is reranked
+    for it (recall_rank.py), so it ranks three times its pool; keywords rank their limit and
+    half as many again (at least 5 more): each ranked candidate is read and tokenised in
+    Python, ~12 us, and with 30 for a limit of 10 that was a fifth of the slowest searches
+    (bench/memory.py, p90 at 200,000 messages: 0.74 -> 0.59 ms, the hit rate the same within
+    a query or two; chosen on a second query set, docs/benchmarks.md)."""
+    return max(3 * size, 30) if is_question else size + max(5, size // 2)
 
 
 def _blend(relevance: float, ts: float, now: float) -> float:
@@ -147,7 +159,7 @@ def _ranked(
     db: apsw.Connection, parsed: ParsedQuery, snippets: Snippets, scope: Scope, size: int, or_fill: bool
 ) -> list["_Ranked"]:
     """The staged search's candidates in `scope`, best first; `or_fill`: see _run_stages."""
-    found = _Found(size)
+    found = _Found(size, _shortlist_size(size, or_fill))
     words = IndexTerms(db, "messages_fts", parsed.terms, scope)
     trigrams = IndexTerms(db, "messages_trigram", _trigram_terms(parsed), scope)
     for floor in words.floors():
