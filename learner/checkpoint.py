@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 import torch
 from safetensors.torch import load_file, save_file
 
+from learner.durable import fsync
+
 if TYPE_CHECKING:
     from learner.policy import TrainablePolicy
 
@@ -60,12 +62,12 @@ def save_checkpoint(
     }
     (temporary / "state.json").write_text(json.dumps(state))
     for file in temporary.iterdir():
-        _fsync(file)
+        fsync(file)
     final = directory / f"{PREFIX}{step:06d}"
     if final.exists():  # the same step saved again (a resumed run): replace it
         shutil.rmtree(final)
     os.replace(temporary, final)
-    _fsync(directory)
+    fsync(directory)
     for old in _checkpoints(directory)[:-keep]:
         shutil.rmtree(old)
     return final
@@ -129,11 +131,3 @@ def _jsonable(state: tuple) -> list:
 def _python_state(saved: list) -> tuple:
     version, internal, gauss = saved
     return (version, tuple(internal), gauss)
-
-
-def _fsync(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -13,27 +13,29 @@ which compares on its own held-out tasks, stays an honest measure of the chosen 
 
 Invariants:
 - Ties go to the later step, which trained longer on the same evidence.
-- What is kept is the policy's trainable tensors (a LoRA adapter's: small), on disk only
-  (`weights.safetensors` and `kept.json`, each written under a temporary name and renamed), so a
-  cycle resumed in the same directory still knows its best and can restore it.
+- What is kept is the policy's trainable tensors (a LoRA adapter's: small), on disk only, so a
+  cycle resumed in the same directory still knows its best and can restore it: the weights go
+  to a file of their own step (`weights-000050.safetensors`), then `kept.json` names it, each
+  written durably (learner/durable.py), then older weights files go. A crash at any point
+  leaves a `kept.json` whose step and weights belong together.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safetensors.torch import save_file
 
 from learner.checkpoint import load_trainable_weights, trainable_weights
+from learner.durable import publish, write_atomically
 
 if TYPE_CHECKING:
     from learner.policy import TrainablePolicy
 
-WEIGHTS = "weights.safetensors"
 KEPT = "kept.json"
+LEGACY_WEIGHTS = "weights.safetensors"  # what kept.json meant before it named its file
 
 
 class BestOnValidation:
@@ -42,11 +44,13 @@ class BestOnValidation:
         self.step: int | None = None  # the kept adapter's step (None: none kept yet)
         self.success = float("-inf")
         self.history: list[tuple[int, float]] = []  # (step, validation success) of every offer
+        self.weights = LEGACY_WEIGHTS  # the kept step's weights file, in `directory`
         kept = directory / KEPT
         if kept.is_file():  # a resumed cycle: the best of the probes before the interruption
             state = json.loads(kept.read_text())
             self.step, self.success = int(state["step"]), float(state["success"])
             self.history = [(int(step), float(success)) for step, success in state["history"]]
+            self.weights = str(state.get("weights", LEGACY_WEIGHTS))
 
     def offer(self, step: int, success: float, policy: TrainablePolicy) -> bool:
         """Record `step`'s validation success; keep the policy's weights if it is the best so
@@ -55,12 +59,16 @@ class BestOnValidation:
         better = success >= self.success
         if better:
             self.step, self.success = step, success
-            weights = trainable_weights(policy)
+            self.weights = f"weights-{step:06d}.safetensors"
             self.directory.mkdir(parents=True, exist_ok=True)
-            partial = self.directory / f".partial-{WEIGHTS}"
-            save_file(weights, str(partial))
-            os.replace(partial, self.directory / WEIGHTS)
+            partial = self.directory / f".partial-{self.weights}"
+            save_file(trainable_weights(policy), str(partial))
+            publish(partial, self.directory / self.weights)
         self._write_state()
+        if better:  # only now that kept.json names the new file
+            for stale in self.directory.glob("*weights*.safetensors"):
+                if stale.name != self.weights:
+                    stale.unlink()
         return better
 
     def restore(self, policy: TrainablePolicy) -> int | None:
@@ -69,12 +77,10 @@ class BestOnValidation:
         parameters than the one whose weights were kept."""
         if self.step is None:
             return None
-        load_trainable_weights(self.directory / WEIGHTS, policy)
+        load_trainable_weights(self.directory / self.weights, policy)
         return self.step
 
     def _write_state(self) -> None:
-        state = {"step": self.step, "success": self.success, "history": self.history}
+        state = {"step": self.step, "success": self.success, "history": self.history, "weights": self.weights}
         self.directory.mkdir(parents=True, exist_ok=True)
-        partial = self.directory / f".partial-{KEPT}"
-        partial.write_text(json.dumps(state))
-        os.replace(partial, self.directory / KEPT)
+        write_atomically(self.directory / KEPT, json.dumps(state))

@@ -28,17 +28,17 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import re
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from learner.durable import fsync, write_atomically
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 META_FILE = "meta.json"
@@ -171,7 +171,7 @@ class ExecutorVersions:
         """Point `current` at `to_version` and append the move to the history."""
         self.get(to_version)  # exists, and readable
         move = PointerMove(time.time(), action, self.current_name(), to_version)
-        _write_atomically(self.root / "current", f"{to_version}\n")
+        write_atomically(self.root / "current", f"{to_version}\n")
         with open(self.root / "history.jsonl", "a", encoding="utf-8") as history:
             history.write(json.dumps(asdict(move)) + "\n")
         return move
@@ -204,18 +204,4 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 def _fsync_folder(folder: Path) -> None:
     """Flush a folder's files to disk, so that renaming it into place publishes whole files."""
     for file in folder.iterdir():
-        with open(file, "rb") as handle:
-            os.fsync(handle.fileno())
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        fsync(file)

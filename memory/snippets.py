@@ -13,6 +13,7 @@ cut. Output matches snippet(messages_fts, 0, '[', ']', '…', 16) on the labelle
 """
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 
 import apsw
@@ -143,16 +144,22 @@ def _score(found: list[tuple[int, int, int]], start: int) -> tuple[int, int, int
 def _window_start(found: list[tuple[int, int, int]], sentences: list[int], count: int) -> int:
     """Where the SNIPPET_TOKENS-token window starts, chosen as FTS5's snippet() chooses it:
     the best-scoring window around each match, centred on its matches, or starting at the
-    sentence the match is in (a bonus of 100, 120 at the first token); ties go to the earliest."""
+    sentence the match is in (a bonus of 100, 120 at the first token); ties go to the earliest.
+    `sentences` ascending (the first is 0). A sentence holding several matches is scored once."""
     best_score, best_start = 0, 0
+    sentence_scores: dict[int, int] = {}
     for position, _, _ in found:
         score, first, last = _score(found, position)
         if score > best_score:
             centred = first - (SNIPPET_TOKENS - (last - first)) // 2
             best_score, best_start = score, max(0, min(centred, count - SNIPPET_TOKENS))
-        sentence = max(s for s in sentences if s <= position)
+        sentence = sentences[bisect_right(sentences, position) - 1]
         if sentence < position:
-            score = _score(found, sentence)[0] + (120 if sentence == 0 else 100)
+            score = sentence_scores.get(sentence, -1)
+            if score < 0:
+                score = sentence_scores[sentence] = _score(found, sentence)[0] + (
+                    120 if sentence == 0 else 100
+                )
             if score > best_score:
                 best_score, best_start = score, sentence
     return best_start

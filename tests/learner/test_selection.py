@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from learner import ExecutorVersions
 from learner.checkpoint import CheckpointError
@@ -134,8 +134,51 @@ def test_a_cycle_chooses_its_candidate_on_validation_and_gates_that_adapter(
     best = max(points, key=lambda p: (p.validation.success if p.validation else 0.0, p.steps))
     assert result.candidate_step == best.steps
     assert [p.kept for p in points][-1] == (best.steps == 3)
-    kept = load_file(str(tmp_path / "cycle" / "selected" / "weights.safetensors"))
+    kept = load_file(str(tmp_path / "cycle" / "selected" / f"weights-{best.steps:06d}.safetensors"))
     saved = load_file(str(result.adapter_dir / "adapter_model.safetensors"))
     assert len(kept) == len(saved) and all(
         any(torch.equal(value, other) for other in saved.values()) for value in kept.values()
     )
+
+
+def test_a_crash_between_the_weights_and_the_record_keeps_step_and_weights_together(
+    tmp_path: Path, tiny: Path
+) -> None:
+    policy = TrainablePolicy.create(LocalModel.load(tiny), LORA)
+    kept = BestOnValidation(tmp_path / "selected")
+    nudge(policy, 0.01)
+    kept.offer(20, 0.55, policy)
+    at_20 = weights_of(policy)
+    assert sorted(p.name for p in (tmp_path / "selected").iterdir()) == [
+        "kept.json",
+        "weights-000020.safetensors",
+    ]
+
+    # What a crash leaves: step 30's weights published but kept.json not yet naming them, and
+    # a half-written file of step 40.
+    nudge(policy, 0.01)
+    save_file(dict(weights_of(policy)), str(tmp_path / "selected" / "weights-000030.safetensors"))
+    (tmp_path / "selected" / ".partial-weights-000040.safetensors").write_bytes(b"\x00" * 10)
+
+    resumed = BestOnValidation(tmp_path / "selected")
+    assert resumed.restore(policy) == 20
+    assert same(weights_of(policy), at_20)  # the step the record names, with its own weights
+
+    nudge(policy, 0.02)
+    assert resumed.offer(50, 0.60, policy)
+    assert sorted(p.name for p in (tmp_path / "selected").iterdir()) == [
+        "kept.json",
+        "weights-000050.safetensors",
+    ]
+
+
+def test_a_record_written_before_it_named_its_weights_file_still_restores(tmp_path: Path, tiny: Path) -> None:
+    policy = TrainablePolicy.create(LocalModel.load(tiny), LORA)
+    nudge(policy, 0.03)
+    at_10 = weights_of(policy)
+    (tmp_path / "selected").mkdir()
+    save_file(dict(at_10), str(tmp_path / "selected" / "weights.safetensors"))
+    (tmp_path / "selected" / "kept.json").write_text('{"step": 10, "success": 0.5, "history": [[10, 0.5]]}')
+    nudge(policy, 0.03)
+    assert BestOnValidation(tmp_path / "selected").restore(policy) == 10
+    assert same(weights_of(policy), at_10)
