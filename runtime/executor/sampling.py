@@ -60,6 +60,7 @@ import torch
 
 from memory import common_prefix_of
 from runtime.executor.action_grammar import ActionConstraint
+from runtime.executor.kv_cache import growing_cache
 
 _REDRAWS = 8  # set-aside draws of a row before its allowed tokens are listed in full
 _MIN_SHARED = 8  # common prompt tokens worth a forward pass of their own
@@ -101,12 +102,12 @@ def sample_batch(
 
     cache_name, prompt_extra = _forward_arguments(model)
     extra: dict[str, Any] = {}
-    cache: dict[str, Any] = {}
+    cache: dict[str, Any] = {cache_name: growing_cache()}  # grows in place, not by a copy a token
     if padded:  # an unpadded batch runs exactly like a single prompt: no mask, default positions
         positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)  # (N, W)
         extra = {"attention_mask": mask[:, :width], "position_ids": positions[:, shared:]}
     if shared:  # the common beginning once, its keys and values repeated for every row
-        prefix = model(input_ids=input_ids[:1, :shared], use_cache=True, **prompt_extra)
+        prefix = model(input_ids=input_ids[:1, :shared], use_cache=True, **cache, **prompt_extra)
         common = getattr(prefix, cache_name)
         common.batch_repeat_interleave(rows)
         cache = {cache_name: common}
