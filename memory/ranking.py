@@ -30,7 +30,8 @@ The functions run in C where `memory._fts5_rank` was built (pip builds it at ins
 `memory/_fts5_rank.c`, the same arithmetic in the same order, so the same scores): FTS5 calls
 a ranking function for every row a query matches, and a Python call costs about 1.5 µs a row
 against a few tenths of one in C. The Python functions below are the reference the C ones are
-tested against, and what runs where no C compiler was there at install (`NATIVE` says which).
+tested against, and what runs where no C compiler was there at install (`NATIVE` says
+whether the library was built) or where this SQLite will not load it.
 """
 
 import importlib.util
@@ -102,19 +103,29 @@ NATIVE_LIBRARY = _native_library()
 NATIVE = NATIVE_LIBRARY is not None
 
 
-def register(connection: apsw.Connection, native: bool = NATIVE) -> None:
-    """Give `connection` temper's ranking functions: the C ones if `native`, else Python's."""
-    if native:
-        if NATIVE_LIBRARY is None:
-            raise RuntimeError("memory._fts5_rank was not built (pip install needs a C compiler)")
-        connection.enable_load_extension(True)
-        try:  # only for this load: SQL cannot load libraries afterwards
-            connection.load_extension(NATIVE_LIBRARY, "sqlite3_temperrank_init")
-        finally:
-            connection.enable_load_extension(False)
-        return
+def register(connection: apsw.Connection, native: bool | None = None) -> None:
+    """Give `connection` temper's ranking functions: the C ones where they were built and this
+    SQLite loads them, else Python's (`native` None); `native` True: the C ones or an error;
+    False: Python's."""
+    if native is not False:
+        try:
+            _load_native(connection)
+            return
+        except (RuntimeError, apsw.Error):
+            if native:
+                raise
     connection.register_fts5_function("temper_rank", temper_rank)
     connection.register_fts5_function("temper_rank_in", temper_rank_in)
     connection.register_fts5_function("temper_matched", temper_matched)
     connection.register_fts5_function("temper_leading", temper_leading)
     connection.register_fts5_function("temper_rank_leading", temper_rank_leading)
+
+
+def _load_native(connection: apsw.Connection) -> None:
+    if NATIVE_LIBRARY is None:
+        raise RuntimeError("memory._fts5_rank was not built (pip install needs a C compiler)")
+    connection.enable_load_extension(True)
+    try:  # only for this load: SQL cannot load libraries afterwards
+        connection.load_extension(NATIVE_LIBRARY, "sqlite3_temperrank_init")
+    finally:
+        connection.enable_load_extension(False)

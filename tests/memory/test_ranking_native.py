@@ -115,3 +115,17 @@ def test_rank_in_without_the_collection_size_is_a_clear_error(tmp_path: Path) ->
     db = _connection(tmp_path / "index.db", native=True)
     with pytest.raises(apsw.SQLError, match="collection's size is missing"):
         db.execute("select temper_rank_in(t) from t where t match 'w1'").fetchall()
+
+
+def test_a_library_this_sqlite_cannot_load_leaves_the_python_functions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _index(tmp_path / "index.db", rows=50)
+    broken = tmp_path / "not-a-library.so"
+    broken.write_bytes(b"not an ELF file")
+    monkeypatch.setattr(ranking, "NATIVE_LIBRARY", str(broken))
+    db = apsw.Connection(str(tmp_path / "index.db"))
+    with pytest.raises(apsw.Error):
+        ranking.register(db, native=True)  # asked for C: an error, not a quiet fallback
+    ranking.register(db)  # the default: Python's functions, and searches still rank
+    assert db.execute("select temper_rank(t, 5) from t where t match 'w1'").fetchall()
