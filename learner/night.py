@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learner.cycle import CycleResult, CycleSettings, load_model, run_cycle
+from learner.durable import write_atomically
 from learner.evaluation import Evaluation, evaluate
 from learner.gate import HeldoutResult, success_by_kind
 from learner.policy import LoraSettings
@@ -257,9 +257,7 @@ class HeldoutLedger:
         return [i for i in ids if isinstance(i, int)] if isinstance(ids, list) else []
 
     def write(self, ids: list[int]) -> None:
-        temporary = self.path.with_name(f".{self.path.name}.tmp")
-        temporary.write_text(json.dumps(ids) + "\n", encoding="utf-8")
-        os.replace(temporary, self.path)
+        write_atomically(self.path, json.dumps(ids) + "\n")
 
 
 def _episode_id(task: Task) -> int:
