@@ -17,6 +17,9 @@
  *   temper_rank_leading(fts, df_0, ...)         BM25 over those leading phrases only
  *   temper_matched(fts)                         phrases held in the content column
  *
+ * The library also holds _fts5_text.c's scalar functions over a hit's text (temper_overlap,
+ * temper_snippet), registered here too.
+ *
  * Every expression is evaluated in the order ranking.py evaluates it, in doubles, so the
  * scores are the same to the last bit (tests/memory/test_ranking_native.py).
  */
@@ -24,6 +27,8 @@
 
 #include <math.h>
 #include <sqlite3ext.h>
+
+#include "_fts5_text.h"
 
 SQLITE_EXTENSION_INIT1
 
@@ -160,6 +165,37 @@ static void temper_matched(const Fts5ExtensionApi *api, Fts5Context *fts,
     sqlite3_result_int(result, matched);
 }
 
+/* temper_counts: for each phrase of the query, how many rows hold it, counted in rowid order
+ * up to `cap`, and the rowid of the last one counted (0 when none), as the text
+ * "count rowid count rowid ...". Called on one row of a query; each phrase is read by
+ * xQueryPhrase, which walks its posting list inside FTS5 and stops at the cap. */
+typedef struct Count {
+    sqlite3_int64 count, cap, last;
+} Count;
+
+static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *context) {
+    Count *count = context;
+    count->last = api->xRowid(fts);
+    return ++count->count >= count->cap ? SQLITE_DONE : SQLITE_OK;
+}
+
+static void temper_counts(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *result,
+                          int n, sqlite3_value **values) {
+    if (n != 1) {
+        sqlite3_result_error(result, "temper_counts: give the cap", -1);
+        return;
+    }
+    sqlite3_int64 cap = sqlite3_value_int64(values[0]);
+    sqlite3_str *out = sqlite3_str_new(NULL);
+    int phrases = api->xPhraseCount(fts), rc = SQLITE_OK;
+    for (int phrase = 0; phrase < phrases && rc == SQLITE_OK; phrase++) {
+        Count count = {0, cap, 0};
+        if (cap > 0) rc = api->xQueryPhrase(fts, phrase, &count, count_row);
+        sqlite3_str_appendf(out, phrase ? " %lld %lld" : "%lld %lld", count.count, count.last);
+    }
+    temper_result_str(result, out, rc);
+}
+
 /* The fts5_api of `db`, the documented way: SELECT fts5(?1) writes it through a pointer. */
 static fts5_api *fts5_api_of(sqlite3 *db) {
     fts5_api *api = NULL;
@@ -191,6 +227,7 @@ int sqlite3_temperrank_init(sqlite3 *db, char **error, const sqlite3_api_routine
         {"temper_leading", temper_leading},
         {"temper_rank_leading", temper_rank_leading},
         {"temper_matched", temper_matched},
+        {"temper_counts", temper_counts},
     };
     for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++) {
         int rc = fts5->xCreateFunction(fts5, functions[i].name, NULL, functions[i].function, NULL);
@@ -199,7 +236,7 @@ int sqlite3_temperrank_init(sqlite3 *db, char **error, const sqlite3_api_routine
             return rc;
         }
     }
-    return SQLITE_OK;
+    return temper_text_register(db, fts5, error);
 }
 
 /* The Python side: an empty module, so that setuptools builds and installs this library and

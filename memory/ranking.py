@@ -17,6 +17,9 @@ ranks among a subset: idf from that subset's counts (recall_rank.py), lengths as
 
     temper_matched(messages_fts)   -- how many of the query's phrases the row holds
 
+    temper_counts(messages_fts, cap)   -- C only: each phrase's rows counted up to `cap`, and
+                                          the rowid of the last counted ("n rowid n rowid ...")
+
     temper_leading(messages_fts, df_0, ...)        -- m: how many scored phrases (df >= 0)
                                                       the row holds, in order, before the
                                                       first it lacks
@@ -36,8 +39,11 @@ whether the library was built) or where this SQLite will not load it.
 
 import importlib.util
 import math
+import weakref
 
 import apsw
+
+from . import snippets
 
 K1 = 1.2
 B = 0.75
@@ -101,24 +107,34 @@ def _native_library() -> str | None:
 
 NATIVE_LIBRARY = _native_library()
 NATIVE = NATIVE_LIBRARY is not None
+_NATIVE_CONNECTIONS: "weakref.WeakSet[apsw.Connection]" = weakref.WeakSet()
+
+
+def is_native(connection: apsw.Connection) -> bool:
+    """Whether `connection` runs the C functions, temper_counts among them (Python has no
+    fast equivalent: index_terms.py then counts with SQL)."""
+    return connection in _NATIVE_CONNECTIONS
 
 
 def register(connection: apsw.Connection, native: bool | None = None) -> None:
-    """Give `connection` temper's ranking functions: the C ones where they were built and this
-    SQLite loads them, else Python's (`native` None); `native` True: the C ones or an error;
-    False: Python's."""
+    """Give `connection` temper's ranking functions and snippets.py's text functions: the C
+    ones where they were built and this SQLite loads them, else Python's (`native` None);
+    `native` True: the C ones or an error; False: Python's."""
     if native is not False:
         try:
             _load_native(connection)
+            _NATIVE_CONNECTIONS.add(connection)
             return
         except (RuntimeError, apsw.Error):
             if native:
                 raise
+    _NATIVE_CONNECTIONS.discard(connection)
     connection.register_fts5_function("temper_rank", temper_rank)
     connection.register_fts5_function("temper_rank_in", temper_rank_in)
     connection.register_fts5_function("temper_matched", temper_matched)
     connection.register_fts5_function("temper_leading", temper_leading)
     connection.register_fts5_function("temper_rank_leading", temper_rank_leading)
+    snippets.register(connection)
 
 
 def _load_native(connection: apsw.Connection) -> None:

@@ -39,7 +39,7 @@ is each index's queries' (index_terms.py):
 
 import math
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
 import apsw
@@ -109,7 +109,7 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
         return []
     limit = max(1, min(limit, MAX_LIMIT))
     pool = max(limit, POOL) if question.is_question else limit
-    snippets = Snippets(db, parsed.terms)  # each row is tokenised once: overlap and snippet
+    snippets = Snippets(db, parsed.terms)  # the terms' and the question's stems
     ranked: list[_Ranked] = []
     if question.window is not None:  # the hits from around the date the question names first
         ranked = _ranked(db, parsed, snippets, scope.within(question.window), pool, question.is_question)
@@ -127,7 +127,7 @@ def search_messages(db: apsw.Connection, text: str, scope: Scope, limit: int = 1
         order = with_context(db, scores, scope.row_sql())[:limit]
     else:
         order = [(item.row[0], item.score) for item in ranked[:limit]]
-    return _hits(db, order, ranked, parsed, snippets)
+    return _hits(db, order, ranked, parsed)
 
 
 def _question_scores(
@@ -263,40 +263,50 @@ class _Ranked(NamedTuple):  # a tuple: dozens are made per search
     score: float
     found_by: str  # the index that found it: which snippet to cut
     row: tuple  # the seven columns of a Message
-    overlap: float = 0.0  # _Overlap's share of the question the message repeats
-    tokens: list[tuple[int, int, str]] | None = None  # its content's tokens, for the snippet
+    overlap: float = 0.0  # snippets.Overlap's share of the question the message repeats
+    snippet: str | None = None  # its content cut around the terms (a messages_fts hit's)
 
 
 def _rank(db: apsw.Connection, found: _Found, parsed: ParsedQuery, snippets: Snippets) -> list[_Ranked]:
     shortlist = found.shortlist()
     if not shortlist:
         return []
-    rows = _rows(db, [message_id for message_id, _ in shortlist])
+    # The overlap and the snippet come with the rows (SQL functions, snippets.py): each
+    # candidate's text is tokenised once, in C where it was built.
+    question = " ".join(snippets.stems(parsed.raw))
+    rows = _rows(
+        db,
+        [message_id for message_id, _ in shortlist],
+        ", temper_overlap(m.content, ?), temper_snippet(m.content, ?)",
+        [question, snippets.spec],
+    )
     now = time.time()
-    overlap = _Overlap([token[2] for token in snippets.tokens(parsed.raw)])
     staged: list[tuple[int, _Ranked]] = []
     for message_id, (stage, relevance, index) in shortlist:
         row = rows.get(message_id)
         if row is not None:
-            tokens = snippets.tokens(row[5])
-            share = overlap([token[2] for token in tokens])
-            score = _blend(relevance, row[6], now) + OVERLAP_WEIGHT * share
-            staged.append((stage, _Ranked(score, index, row, share, tokens)))
+            message, share, snippet = row[:7], row[7], row[8]
+            score = _blend(relevance, message[6], now) + OVERLAP_WEIGHT * share
+            staged.append((stage, _Ranked(score, index, message, share, snippet)))
     staged.sort(key=lambda item: (item[0], -item[1].score))
     return [item for _, item in staged]
 
 
-def _rows(db: apsw.Connection, ids: list[int]) -> dict[int, tuple]:
+def _rows(
+    db: apsw.Connection, ids: list[int], extra: str = "", bindings: Sequence[object] = ()
+) -> dict[int, tuple]:
+    """The messages `ids` as Message's seven columns, and the columns of `extra` (a select
+    list's tail, its parameters in `bindings`), by id."""
     if not ids:
         return {}
     placeholders = ", ".join("?" * len(ids))
     return {
         row[0]: row
         for row in db.execute(
-            "select m.id, m.external_id, s.key, u.handle, m.role, m.content, m.ts"
+            f"select m.id, m.external_id, s.key, u.handle, m.role, m.content, m.ts{extra}"
             " from messages m join sessions s on s.id = m.session_id"
             f" join users u on u.id = m.user_id where m.id in ({placeholders})",
-            ids,
+            [*bindings, *ids],
         )
     }
 
@@ -306,7 +316,6 @@ def _hits(
     order: list[tuple[int, float]],
     ranked: list[_Ranked],
     parsed: ParsedQuery,
-    snippets: Snippets,
 ) -> list[SearchHit]:
     known = {item.row[0]: item for item in ranked}
     context_rows = _rows(db, [message_id for message_id, _ in order if message_id not in known])
@@ -319,7 +328,7 @@ def _hits(
             continue
         snippet = None
         if item is not None and item.found_by == "messages_fts":
-            snippet = snippets(row[5], item.tokens)
+            snippet = item.snippet
         elif item is not None and item.found_by == "messages_trigram" and trigram:
             snippet = _trigram_snippet(db, message_id, trigram)
         hits.append(SearchHit(*row, score=score, snippet=snippet or cut_snippet(row[5], parsed.raw)))  # type: ignore[misc]
@@ -333,32 +342,3 @@ def _trigram_snippet(db: apsw.Connection, message_id: int, expression: str) -> s
         (expression, message_id),
     ).fetchone()
     return None if row is None else row[0]
-
-
-class _Overlap:
-    """How much of the question a text repeats: the share of its stemmed words and of its
-    adjacent word pairs, stop words included.
-
-    A tie-breaker for the shortlist, where BM25 has ignored stop words and word order:
-    "what am I allergic to?" searches "allergic", and among the messages that say it,
-    "I'm allergic to sesame" shares more of the question than "Mei is allergic to cats";
-    "my brother's wedding" shares a pair with the question that "my brother gave a speech
-    at the wedding" does not.
-    """
-
-    def __init__(self, question: list[str]) -> None:
-        """`question`: the question's stems (Snippets.tokens), as the index's tokenizer cuts them."""
-        self._words = set(question)
-        # A pair as text: stems never hold a space, so " a b " occurs in " w1 w2 ... " exactly
-        # where a is followed by b (one substring search each, not a tuple per adjacent pair).
-        self._pairs = {f" {first} {second} " for first, second in zip(question, question[1:])}
-
-    def __call__(self, words: list[str]) -> float:
-        """The share for a text whose stems are `words`."""
-        if not self._words:
-            return 0.0
-        score = len(self._words.intersection(words)) / len(self._words)
-        if self._pairs:
-            text = " " + " ".join(words) + " "
-            score += sum(pair in text for pair in self._pairs) / len(self._pairs)
-        return score

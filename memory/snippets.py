@@ -10,11 +10,23 @@ a prefix marks the words it starts.
 The window is SNIPPET_TOKENS tokens long and chosen as FTS5 chooses it (fts5_aux.c): the most
 different terms, then the most matches, a sentence start preferred; ellipses where text was
 cut. Output matches snippet(messages_fts, 0, '[', ']', '…', 16) on the labelled set's hits.
+
+`Overlap` is the other thing search.py reads from a candidate's tokens: how much of the
+question it repeats (a tie-breaker for the shortlist).
+
+Both are also SQL functions, so the query that reads a search's candidates computes them:
+
+    temper_snippet(content, spec)       -- spec: Snippets.spec, the query's terms as stems
+    temper_overlap(content, question)   -- question: the question's stems, space-separated
+
+In C where memory._fts5_rank was built (`memory/_fts5_text.c`, the same results), else
+`register` gives the connection the Python ones below, which are the reference.
 """
 
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from functools import cached_property, lru_cache
 
 import apsw
 
@@ -42,19 +54,44 @@ class Snippets:
             elif stems:
                 self._phrases.append((stems, number))
 
+    @cached_property
+    def spec(self) -> str:
+        """The terms as temper_snippet reads them: a line a term, "w N stem" (a word),
+        "p N stem" (a prefix) or "f N stem stem ..." (a phrase), N its number."""
+        return "\n".join(
+            [f"w {number} {stem}" for stem, number in self._words.items()]
+            + [f"p {number} {stem}" for stem, number in self._prefixes]
+            + [f"f {number} {' '.join(stems)}" for stems, number in self._phrases]
+        )
+
+    @classmethod
+    def from_spec(cls, db: apsw.Connection, spec: str) -> "Snippets":
+        snippets = cls(db, [])
+        for line in spec.splitlines():
+            kind, number, *stems = line.split(" ")
+            if kind == "w" and stems:
+                snippets._words.setdefault(stems[0], int(number))
+            elif kind == "p" and stems:
+                snippets._prefixes.append((stems[0], int(number)))
+            elif kind == "f" and stems:
+                snippets._phrases.append((stems, int(number)))
+        return snippets
+
     def _stems(self, text: str, flags: int) -> list[str]:
         return self._tokenize(text.encode(), flags, None, include_offsets=False, include_colocated=False)
+
+    def stems(self, text: str) -> list[str]:
+        """`text`'s stems as the index stores them (what temper_overlap's question is)."""
+        return self._stems(text, apsw.FTS5_TOKENIZE_DOCUMENT)
 
     def tokens(self, content: str) -> list[tuple[int, int, str]]:
         """`content`'s tokens as the index sees them: (start byte, end byte, stem)."""
         return self._tokenize(content.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
 
-    def __call__(self, content: str, tokens: list[tuple[int, int, str]] | None = None) -> str | None:
-        """`content` cut around its matches, or None when no term matches it; `tokens`:
-        `self.tokens(content)` when the caller has them already."""
+    def __call__(self, content: str) -> str | None:
+        """`content` cut around its matches, or None when no term matches it."""
         data = content.encode()
-        if tokens is None:
-            tokens = self.tokens(content)
+        tokens = self.tokens(content)
         found = self._instances([token[2] for token in tokens])
         if not found:
             return None
@@ -141,6 +178,12 @@ def _score(found: list[tuple[int, int, int]], start: int) -> tuple[int, int, int
     return score, first, last
 
 
+def _halved(value: int) -> int:
+    """`value` / 2 rounded towards zero, as C divides (FTS5 centres its window so: a phrase
+    running past the window's end makes this negative)."""
+    return value // 2 if value >= 0 else -(-value // 2)
+
+
 def _window_start(found: list[tuple[int, int, int]], sentences: list[int], count: int) -> int:
     """Where the SNIPPET_TOKENS-token window starts, chosen as FTS5's snippet() chooses it:
     the best-scoring window around each match, centred on its matches, or starting at the
@@ -151,7 +194,7 @@ def _window_start(found: list[tuple[int, int, int]], sentences: list[int], count
     for position, _, _ in found:
         score, first, last = _score(found, position)
         if score > best_score:
-            centred = first - (SNIPPET_TOKENS - (last - first)) // 2
+            centred = first - _halved(SNIPPET_TOKENS - (last - first))
             best_score, best_start = score, max(0, min(centred, count - SNIPPET_TOKENS))
         sentence = sentences[bisect_right(sentences, position) - 1]
         if sentence < position:
@@ -163,6 +206,58 @@ def _window_start(found: list[tuple[int, int, int]], sentences: list[int], count
             if score > best_score:
                 best_score, best_start = score, sentence
     return best_start
+
+
+class Overlap:
+    """How much of the question a text repeats: the share of its stemmed words and of its
+    adjacent word pairs, stop words included.
+
+    A tie-breaker for the shortlist, where BM25 has ignored stop words and word order:
+    "what am I allergic to?" searches "allergic", and among the messages that say it,
+    "I'm allergic to sesame" shares more of the question than "Mei is allergic to cats";
+    "my brother's wedding" shares a pair with the question that "my brother gave a speech
+    at the wedding" does not.
+    """
+
+    def __init__(self, question: list[str]) -> None:
+        """`question`: the question's stems (Snippets.stems), as the index's tokenizer cuts them."""
+        self._words = set(question)
+        # A pair as text: stems never hold a space, so " a b " occurs in " w1 w2 ... " exactly
+        # where a is followed by b (one substring search each, not a tuple per adjacent pair).
+        self._pairs = {f" {first} {second} " for first, second in zip(question, question[1:])}
+
+    def __call__(self, words: list[str]) -> float:
+        """The share for a text whose stems are `words`."""
+        if not self._words:
+            return 0.0
+        score = len(self._words.intersection(words)) / len(self._words)
+        if self._pairs:
+            text = " " + " ".join(words) + " "
+            score += sum(pair in text for pair in self._pairs) / len(self._pairs)
+        return score
+
+
+def register(connection: apsw.Connection) -> None:
+    """Give `connection` the Python temper_snippet and temper_overlap (where the C ones were
+    not loaded: ranking.register decides). Each statement's spec or question is parsed once."""
+    tokenizer = Snippets(connection, [])
+
+    @lru_cache(maxsize=16)
+    def snippets_for(spec: str) -> Snippets:
+        return Snippets.from_spec(connection, spec)
+
+    @lru_cache(maxsize=16)
+    def overlap_for(question: str) -> Overlap:
+        return Overlap(question.split())
+
+    def temper_snippet(content: str | None, spec: str) -> str | None:
+        return None if content is None else snippets_for(spec)(content)
+
+    def temper_overlap(content: str | None, question: str) -> float | None:
+        return None if content is None else overlap_for(question)(tokenizer.stems(content))
+
+    connection.create_scalar_function("temper_snippet", temper_snippet, 2, deterministic=True)
+    connection.create_scalar_function("temper_overlap", temper_overlap, 2, deterministic=True)
 
 
 def cut_snippet(content: str, needle: str, width: int = 120) -> str:

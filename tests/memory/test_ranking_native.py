@@ -8,18 +8,14 @@ import apsw
 import pytest
 
 from memory import MemoryStore, NewMessage, database, ranking
-from tests.sandbox_backends import in_ci
+from memory.index_terms import COUNT_CAP, PROBE_CAP, IndexTerms
+from memory.query import Term
+from memory.scope import Scope
 
 WORDS = [f"w{i}" for i in range(300)]
 
 
-@pytest.fixture(autouse=True)
-def built() -> None:
-    if not ranking.NATIVE:
-        message = "memory._fts5_rank was not built (pip install -e . with a C compiler builds it)"
-        if in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
+pytestmark = pytest.mark.usefixtures("native_built")
 
 
 def _index(path: Path, rows: int = 3_000) -> None:
@@ -102,6 +98,48 @@ def test_a_store_searches_alike_with_either_ranking(tmp_path: Path) -> None:
             )
     assert any(answers[0])
     assert answers[0] == answers[1]
+
+
+def test_counting_inside_fts5_gives_the_counts_sql_gives(tmp_path: Path) -> None:
+    """temper_counts (one OR query, each phrase counted by xQueryPhrase) against the count
+    statements the Python path runs: the same capped counts and last rowids, so the same
+    document frequencies and estimates, for rare and common words, phrases, prefixes, words
+    that are also scope tokens, and words no message holds."""
+    rng = random.Random(3)
+    with MemoryStore.open(tmp_path / "memory.db") as store:
+        store.add_messages(
+            NewMessage(
+                session=f"s{i % 7}",
+                user=f"u{i % 3}",
+                role="user",
+                # w0-w4 in most messages (past the count cap of 250), the rest rarer
+                content=" ".join(rng.choices(WORDS[:5], k=3) + rng.choices(WORDS, k=rng.randint(1, 12))),
+                ts=1e9 + i,
+            )
+            for i in range(2_000)
+        )
+        db = store.db
+        term_sets = [
+            [Term(word, "word") for word in rng.sample(WORDS[:60], k)] for k in (1, 2, 3, 5) for _ in range(8)
+        ]
+        term_sets += [
+            [Term("w1 w2", "phrase"), Term("w3", "word")],
+            [Term("w1", "prefix"), Term("w27", "word")],
+            [Term("user", "word"), Term("u1", "word")],  # scope tokens: not in the content column
+            [Term("nowhere", "word"), Term("w2", "word")],
+            [Term("nowhere", "word")],
+        ]
+        answers = []
+        for native in (True, False):
+            ranking.register(db, native=native)
+            assert ranking.is_native(db) is native
+            answers.append([
+                (terms.df, terms._estimates)
+                for terms in (IndexTerms(db, "messages_fts", term_set, Scope()) for term_set in term_sets)
+            ])  # fmt: skip
+    assert answers[0] == answers[1]
+    dfs = [df for terms, _ in answers[0] for df in terms.values()]
+    assert max(dfs) == PROBE_CAP and 0 < min(df for df in dfs if df) < COUNT_CAP and 0 in dfs
 
 
 def test_loading_the_functions_leaves_sql_unable_to_load_libraries(tmp_path: Path) -> None:
