@@ -312,7 +312,8 @@ static void *spec_parse(sqlite3_value *value) {
         if (line > 0 && parts == 2 && fields[0].size == 1 && from <= i) {
             Term *term = &spec->term[spec->terms];
             term->kind = fields[0].text[0];
-            term->number = atoi(fields[1].text);
+            long number = strtol(fields[1].text, NULL, 10); /* a term's number: small, never negative */
+            term->number = number < 0 ? 0 : number > 1 << 20 ? 1 << 20 : (int)number;
             term->first = stems;
             term->count = split(text + from, i - from, spec->stems + stems, most - stems);
             stems += term->count;
