@@ -3,7 +3,9 @@
     for each iteration:  replay a batch of training tasks G times with the policy being trained
                          (learner/replay.py), build GRPO rows from exactly those episodes
                          (learner/rows.py), take one training step on them (learner/train.py:
-                         `updates_per_batch` optimizer updates)
+                         `updates_per_batch` optimizer updates); with `guidance`, then one
+                         supervised step on the references of the tasks no attempt solved
+                         (learner/guidance.py)
     (which tasks: learner/task_sampling.py, uniformly or weighted towards tasks whose groups vary)
     then:                replay the frozen held-out tasks with the same seeds for the current
                          executor and the candidate, and let the gate decide (learner/gate.py);
@@ -40,6 +42,7 @@ from pathlib import Path
 from learner.evaluation import Evaluation, evaluate
 from learner.followers import Followers, TrainerSpec
 from learner.gate import GateDecision, GateSettings, decide
+from learner.guidance import Guidance, GuidanceSettings
 from learner.promote import promote
 from learner.ray_replay import LoadSettings, RayReplay, RaySettings
 from learner.replay import ReplaySettings, as_served, replay
@@ -88,12 +91,20 @@ class CycleSettings:
     # The other ranks, when this process is rank 0 of several that train together
     # (learner/followers.py); None: it trains alone.
     followers: Followers | None = None
+    # A supervised step on the references of the tasks whose whole group failed, after each
+    # GRPO step (learner/guidance.py); None: GRPO alone.
+    guidance: GuidanceSettings | None = None
 
     def __post_init__(self) -> None:
         if self.ray is not None and self.served is not None:
             raise ValueError(
                 "Ray replays sample with the trainer's own weights and a served executor samples "
                 "through its server: set [learner] ray_address or an openai executor, not both"
+            )
+        if self.followers is not None and self.guidance is not None:
+            raise ValueError(
+                "guidance steps train rank 0's adapter alone: with several training processes they "
+                "would leave the ranks' weights apart; use guidance with one training process"
             )
         if self.followers is not None and self.followers.parallel.fsdp and self.served is None:
             raise ValueError(
@@ -212,6 +223,15 @@ async def run_cycle(
             parallel=None if followers is None else followers.parallel,
         )
         policy: ExecutorBackend = LocalBackend(trainer.policy.sampler) if served is None else served.backend
+        guidance = None
+        if settings.guidance is not None:
+            guidance = Guidance(
+                trainer.policy,
+                settings.guidance,
+                learning_rate=settings.train.learning_rate,
+                max_grad_norm=settings.train.max_grad_norm,
+                threads=settings.train.threads,
+            )
         cluster = None  # replay workers holding the policy's weights, when replays run on Ray
         if settings.ray is not None:
             load = LoadSettings(settings.device, settings.dtype, settings.attn_implementation)
@@ -256,8 +276,9 @@ async def run_cycle(
                 store.trajectories.read(since=started, split="train"), settings.rows, secret_withheld=withheld
             )
             metrics = trainer.step(rows) if followers is None else followers.step(trainer, rows)
+            guided = guidance.step(batch, attempts) if guidance is not None else None
             steps.append(metrics)
-            _log_metrics(work_dir / "metrics.jsonl", iteration, metrics)
+            _log_metrics(work_dir / "metrics.jsonl", iteration, metrics, guided)
             if on_iteration is not None:
                 on_iteration(iteration, reward, metrics)
             done = iteration + 1
@@ -356,9 +377,13 @@ async def _probe(
     probe.report(ProbePoint(steps, curve, on_validation, taken))
 
 
-def _log_metrics(path: Path, iteration: int, metrics: StepMetrics) -> None:
+def _log_metrics(path: Path, iteration: int, metrics: StepMetrics, guided: int | None) -> None:
+    """`guided`: references the guidance step trained on (None: no guidance)."""
+    record = {"iteration": iteration, **metrics.as_dict()}
+    if guided is not None:
+        record["guided"] = guided
     with open(path, "a", encoding="utf-8") as log:
-        log.write(json.dumps({"iteration": iteration, **metrics.as_dict()}) + "\n")
+        log.write(json.dumps(record) + "\n")
 
 
 def load_model(model_dir: Path, settings: CycleSettings) -> LocalModel:

@@ -134,7 +134,7 @@ def sft(
         nll = 0.0
         with training_threads(settings.threads):  # not around on_epoch: it samples
             for first in range(0, len(order), settings.examples_per_step):
-                nll += _train_step(
+                nll += train_step(
                     policy, optimizer, order[first : first + settings.examples_per_step], settings
                 )
         reports.append(EpochReport(epoch, nll / tokens, len(rows), tokens, time.perf_counter() - started))
@@ -144,7 +144,7 @@ def sft(
     return SFTResult(policy, reports, stopped_early, skipped=len(examples) - len(rows))
 
 
-def _train_step(
+def train_step(
     policy: TrainablePolicy, optimizer: torch.optim.Optimizer, batch: list[Row], settings: SFTSettings
 ) -> float:
     """One optimizer step on `batch`; returns the summed target NLL (before the update)."""

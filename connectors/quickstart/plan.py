@@ -56,6 +56,9 @@ class QuickstartPlan:
     # tasks (the curve), `probe_group` attempts each; the last step is probed too.
     probe_every: int = 10
     probe_group: int = 2
+    # After each GRPO step, a supervised step on the references of the tasks whose attempts all
+    # failed (learner/guidance.py).
+    guidance: bool = True
 
     @classmethod
     def quick(cls) -> QuickstartPlan:

@@ -48,6 +48,7 @@ async def run_quickstart(
     from learner import Probe, ProbePoint, report_cycle
     from learner.cycle import CycleSettings, run_cycle
     from learner.evaluation import evaluate
+    from learner.guidance import GuidanceSettings
     from learner.policy import LoraSettings
     from learner.replay import ReplaySettings, all_or_none, as_served
     from learner.sft import SFTSettings, sft
@@ -173,6 +174,7 @@ async def run_quickstart(
                             threads=threads),
         seed=seed,
         deadline=cap - GATE_RESERVE * cost.gate_s,
+        guidance=GuidanceSettings() if plan.guidance else None,
     )  # fmt: skip
     # The gate as the nightly cycle runs it (parse failures and timeouts must not rise at all;
     # held-out replies are constrained, and close in time to parse), but fewer tasks in --quick.

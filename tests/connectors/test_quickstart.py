@@ -43,6 +43,9 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
     assert "cut the run short" not in out  # work-bounded: the quick plan runs whole
     assert "after 2 GRPO steps: validation success" in out  # the last step is probed: it may be chosen
     assert (where / "quickstart.png").read_bytes().startswith(b"\x89PNG")
+    # Guidance ran after every GRPO step (learner/guidance.py): how many references it imitated.
+    logged = [json.loads(line) for line in (where / "metrics.jsonl").read_text().splitlines()]
+    assert logged and all(isinstance(record.get("guided"), int) for record in logged)
     assert (where / "learner" / "reports" / "cycle-0001" / "progress.png").read_bytes().startswith(b"\x89PNG")
     with MemoryStore.open(where / "memory.db") as store:
         groups = store.db.execute(
