@@ -169,6 +169,7 @@ def night_settings(
     from connectors.redaction import configured_secrets
     from learner.cycle import CycleSettings
     from learner.gate import GateSettings
+    from learner.guidance import GuidanceSettings
     from learner.night import NightSettings
     from learner.policy import LoraSettings
     from learner.ray_replay import RaySettings
@@ -211,6 +212,7 @@ def night_settings(
             # Several ranks: each trains on the device the launcher gave it (cuda:<local rank>, or cpu).
             device=executor.device if followers is None else str(followers.parallel.device),
             followers=followers,
+            guidance=GuidanceSettings() if learner.guidance else None,
             torch_threads=learner.torch_threads,
             ray=None if not learner.ray_address else RaySettings(
                 address=learner.ray_address, workers=learner.ray_workers,

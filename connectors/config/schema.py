@@ -201,6 +201,7 @@ class LearnerConfig(Section):
     max_prompt_tokens: int = Field(1952, ge=16, description="a whole number of tokens, at least 16")
     max_completion_tokens: int = Field(96, ge=1, description="a whole number of tokens, at least 1")
     gradient_checkpointing: bool = Field(False, description="true or false")
+    guidance: bool = Field(False, description="true or false")
     tis_cap: float = Field(
         2.0,
         ge=0,
@@ -225,6 +226,15 @@ class LearnerConfig(Section):
         default_factory=list,
         description="a list of chats like ['telegram:12345', 'slack:C0123']",
     )
+
+    @model_validator(mode="after")
+    def _guidance_trains_in_one_process(self) -> LearnerConfig:
+        if self.guidance and self.launcher == "accelerate" and self.processes > 1:
+            raise ValueError(
+                "guidance = true needs one training process (its supervised step would move one "
+                "rank's weights alone): set launcher = 'none', processes = 1, or guidance = false"
+            )
+        return self
 
 
 class TelegramConfig(Section):

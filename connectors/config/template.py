@@ -149,6 +149,10 @@ max_completion_tokens = 96
 # Recompute each decoder layer in the backward pass instead of keeping its activations: far less
 # memory for long replies on a real model (`temper learn` prints the estimate), slower steps.
 gradient_checkpointing = false
+# After each GRPO step, one supervised step on the reference solutions of the tasks whose attempts
+# all failed (tasks with a reference: the synthetic suite's, imported ones with a solution). It
+# lifts the tiny model of `temper quickstart`, which turns it on; not yet measured on real models.
+guidance = false
 # A served executor (backend "openai") samples the replays with other kernels than the trainer's:
 # each token's policy gradient is weighted by min(trainer/sampler probability, tis_cap)
 # (truncated importance sampling; 0 turns it off). Each step reports the mismatch either way.

@@ -4,6 +4,9 @@ and the gate."""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from connectors.config import Config
 from connectors.learning import night_settings
 
@@ -23,6 +26,19 @@ def test_the_configured_sandbox_and_learner_table_reach_the_night() -> None:
     assert night.cycle.iterations == 5 and night.cycle.seed == 11
     assert night.cycle.train.learning_rate == 2e-3 and night.cycle.train.updates_per_batch == 2
     assert night.cycle.train.lora is not None  # versions are adapters
+    assert night.cycle.guidance is None  # off unless [learner] guidance = true
+
+
+def test_guidance_is_on_when_the_learner_table_says_so() -> None:
+    config = Config.model_validate({"learner": {"guidance": True}})
+    night = night_settings(config, iterations=1, seed=0, deadline=None)
+    assert night.cycle.guidance is not None and night.cycle.guidance.max_examples > 0
+
+
+def test_guidance_with_several_training_processes_is_a_config_error() -> None:
+    with pytest.raises(ValidationError, match="one training process"):
+        Config.model_validate({"learner": {"guidance": True, "launcher": "accelerate", "processes": 2}})
+    Config.model_validate({"learner": {"guidance": True, "launcher": "accelerate", "processes": 1}})
 
 
 def test_auto_stays_auto_so_replays_pick_the_strongest_isolating_backend() -> None:
