@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -35,6 +36,14 @@ def quickstart(
     quick: Annotated[
         bool, typer.Option("--quick", help="A short run of the same path (tests, smoke checks).")
     ] = False,
+    guidance: Annotated[
+        bool,
+        typer.Option(
+            "--guidance",
+            help="After each GRPO step, imitate the references of the tasks no attempt solved "
+            "(learner/guidance.py; off: on fresh seeds it gained no more than GRPO alone).",
+        ),
+    ] = False,
 ) -> None:
     """Run the closed learning loop offline with a tiny executor; print held-out success before and after."""
     import torch
@@ -47,7 +56,7 @@ def quickstart(
     config = get_config(ctx)
     where = directory or config.data_dir / "quickstart" / time.strftime(f"%Y%m%d-%H%M%S-seed{seed}")
     where.mkdir(parents=True, exist_ok=True)
-    plan = QuickstartPlan.quick() if quick else QuickstartPlan()
+    plan = replace(QuickstartPlan.quick() if quick else QuickstartPlan(), guidance=guidance)
     watch_children_with_pidfds()  # every sandbox starts from the one loop below
     with QuickstartProgress() as progress:
         code = asyncio.run(run_quickstart(where, seed, plan, minutes, progress))

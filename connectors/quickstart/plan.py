@@ -57,8 +57,9 @@ class QuickstartPlan:
     probe_every: int = 10
     probe_group: int = 2
     # After each GRPO step, a supervised step on the references of the tasks whose attempts all
-    # failed (learner/guidance.py).
-    guidance: bool = True
+    # failed (learner/guidance.py; `--guidance`). Off: on five fresh seeds (65-69) it gained
+    # +20.4 points on average, GRPO alone +19.6 on seeds 60-64 (docs/learner.md).
+    guidance: bool = False
 
     @classmethod
     def quick(cls) -> QuickstartPlan:

@@ -22,7 +22,7 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
     env.update(TEMPER_CONFIG=str(config), XDG_CONFIG_HOME=str(tmp_path / "xdg"), HF_HUB_OFFLINE="1")
     where = tmp_path / "run"
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "temper"), "quickstart", "--quick", "--seed", "1", "--dir", str(where)],
+        [str(Path(sys.executable).parent / "temper"), "quickstart", "--quick", "--seed", "1", "--guidance", "--dir", str(where)],
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -43,7 +43,7 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
     assert "cut the run short" not in out  # work-bounded: the quick plan runs whole
     assert "after 2 GRPO steps: validation success" in out  # the last step is probed: it may be chosen
     assert (where / "quickstart.png").read_bytes().startswith(b"\x89PNG")
-    # Guidance ran after every GRPO step (learner/guidance.py): how many references it imitated.
+    # With --guidance, it ran after every GRPO step (learner/guidance.py): references imitated.
     logged = [json.loads(line) for line in (where / "metrics.jsonl").read_text().splitlines()]
     assert logged and all(isinstance(record.get("guided"), int) for record in logged)
     assert (where / "learner" / "reports" / "cycle-0001" / "progress.png").read_bytes().startswith(b"\x89PNG")
