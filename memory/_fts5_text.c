@@ -185,6 +185,26 @@ static void *parsed_argument(sqlite3_context *context, sqlite3_value **argv, voi
     return parse(argv[1]);
 }
 
+/* What both functions start with: the row's content tokenised and argument 1 parsed. NULL
+ * when the content is NULL (the result stays NULL) or on an error (reported); `*owned`: the
+ * caller frees `*parsed` (see parsed_argument). */
+static const Tokens *row_call(sqlite3_context *context, sqlite3_value **argv, void *(*parse)(sqlite3_value *),
+                              void **parsed, int *owned) {
+    *parsed = NULL;
+    *owned = 0;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return NULL;
+    *parsed = parsed_argument(context, argv, parse, owned);
+    if (*parsed == NULL) {
+        sqlite3_result_error_nomem(context);
+        return NULL;
+    }
+    int rc = SQLITE_OK;
+    const char *text = (const char *)sqlite3_value_text(argv[0]);
+    const Tokens *tokens = tokens_of(sqlite3_user_data(context), text, sqlite3_value_bytes(argv[0]), &rc);
+    if (tokens == NULL) sqlite3_result_error_code(context, rc);
+    return tokens;
+}
+
 /* ---- temper_overlap --------------------------------------------------------------------- */
 
 typedef struct Question {
@@ -224,28 +244,10 @@ static void *question_parse(sqlite3_value *value) {
     return question;
 }
 
-static void temper_overlap(sqlite3_context *context, int argc, sqlite3_value **argv) {
-    (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
-    int owned = 0;
-    Question *question = parsed_argument(context, argv, question_parse, &owned);
-    if (question == NULL) {
-        sqlite3_result_error_nomem(context);
-        return;
-    }
-    if (question->words == 0) {
-        if (owned) sqlite3_free(question);
-        sqlite3_result_double(context, 0.0);
-        return;
-    }
-    int rc = SQLITE_OK;
-    const char *text = (const char *)sqlite3_value_text(argv[0]);
-    const Tokens *tokens = tokens_of(sqlite3_user_data(context), text, sqlite3_value_bytes(argv[0]), &rc);
-    if (tokens == NULL) {
-        if (owned) sqlite3_free(question);
-        sqlite3_result_error_code(context, rc);
-        return;
-    }
+/* The share of the question's distinct stems `tokens` hold, plus the share of its distinct
+ * adjacent pairs they hold adjacent (as snippets.Overlap computes it, in the same order). */
+static double overlap(const Question *question, const Tokens *tokens) {
+    if (question->words == 0) return 0.0;
     int held = 0;
     for (int j = 0; j < question->words; j++) {
         for (int i = 0; i < tokens->count; i++) {
@@ -269,8 +271,16 @@ static void temper_overlap(sqlite3_context *context, int argc, sqlite3_value **a
         }
         score += (double)pairs / (double)question->pairs;
     }
+    return score;
+}
+
+static void temper_overlap(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    void *question = NULL;
+    int owned = 0;
+    const Tokens *tokens = row_call(context, argv, question_parse, &question, &owned);
+    if (tokens != NULL) sqlite3_result_double(context, overlap(question, tokens));
     if (owned) sqlite3_free(question);
-    sqlite3_result_double(context, score);
 }
 
 /* ---- temper_snippet --------------------------------------------------------------------- */
@@ -497,27 +507,20 @@ static void snippet(sqlite3_context *context, const char *data, int bytes, const
 
 static void temper_snippet(sqlite3_context *context, int argc, sqlite3_value **argv) {
     (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
+    void *spec = NULL;
     int owned = 0;
-    Spec *spec = parsed_argument(context, argv, spec_parse, &owned);
-    if (spec == NULL) {
-        sqlite3_result_error_nomem(context);
-        return;
+    const Tokens *tokens = row_call(context, argv, spec_parse, &spec, &owned);
+    if (tokens != NULL) {
+        Found *found = NULL;
+        int count = instances(spec, tokens, &found);
+        if (count < 0) {
+            sqlite3_result_error_nomem(context);
+        } else if (count > 0) {
+            const char *data = (const char *)sqlite3_value_text(argv[0]);
+            snippet(context, data, sqlite3_value_bytes(argv[0]), tokens, found, count);
+        } /* else NULL: no term matches */
+        sqlite3_free(found);
     }
-    const char *data = (const char *)sqlite3_value_text(argv[0]);
-    int bytes = sqlite3_value_bytes(argv[0]);
-    Found *found = NULL;
-    int rc = SQLITE_OK;
-    const Tokens *tokens = tokens_of(sqlite3_user_data(context), data, bytes, &rc);
-    int count = tokens != NULL ? instances(spec, tokens, &found) : 0;
-    if (tokens == NULL) {
-        sqlite3_result_error_code(context, rc);
-    } else if (count < 0) {
-        sqlite3_result_error_nomem(context);
-    } else if (count > 0) {
-        snippet(context, data, bytes, tokens, found, count);
-    } /* else NULL: no term matches */
-    sqlite3_free(found);
     if (owned) sqlite3_free(spec);
 }
 
