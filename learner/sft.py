@@ -24,12 +24,13 @@ that way than through a LoRA adapter.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -62,6 +63,11 @@ class SFTSettings:
     max_row_tokens: int = 2048  # longer examples are left out
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
+    # "constant", or "cosine": a linear warm-up over the first `warmup_fraction` of the
+    # max_epochs' steps, then a cosine decay to `final_lr_fraction` of the rate at the last.
+    schedule: Literal["constant", "cosine"] = "constant"
+    warmup_fraction: float = 0.05
+    final_lr_fraction: float = 0.1
     logprob_chunk_tokens: int = 1024
     # Recompute each decoder layer in the backward pass (learner/policy.py), as GRPO's
     # `[learner] gradient_checkpointing`; rows are then computed whole (no shared-prefix pass).
@@ -72,6 +78,10 @@ class SFTSettings:
     def __post_init__(self) -> None:
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be positive; got {self.learning_rate}")
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"schedule must be 'constant' or 'cosine'; got {self.schedule!r}")
+        if not 0 <= self.warmup_fraction < 1 or not 0 <= self.final_lr_fraction <= 1:
+            raise ValueError("warmup_fraction must be in [0, 1) and final_lr_fraction in [0, 1]")
         if self.max_epochs < 1 or self.examples_per_step < 1:
             raise ValueError("max_epochs and examples_per_step must be at least 1")
         check_threads(self.threads)
@@ -88,6 +98,7 @@ class EpochReport:
     examples: int
     tokens: int  # target tokens
     seconds: float
+    learning_rate: float = 0.0  # the rate of the epoch's last step
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,11 @@ def sft(
     optimizer = torch.optim.AdamW(
         policy.trainable_parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
     )
+    total_steps = settings.max_epochs * -(-len(rows) // settings.examples_per_step)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(settings, step, total_steps)
+    )
+    rate = settings.learning_rate
     tokens = sum(sum(row.mask) for row in rows)
     reports: list[EpochReport] = []
     stopped_early = False
@@ -134,14 +150,31 @@ def sft(
         nll = 0.0
         with training_threads(settings.threads):  # not around on_epoch: it samples
             for first in range(0, len(order), settings.examples_per_step):
+                rate = optimizer.param_groups[0]["lr"]
                 nll += train_step(
                     policy, optimizer, order[first : first + settings.examples_per_step], settings
                 )
-        reports.append(EpochReport(epoch, nll / tokens, len(rows), tokens, time.perf_counter() - started))
+                schedule.step()
+        reports.append(
+            EpochReport(epoch, nll / tokens, len(rows), tokens, time.perf_counter() - started, rate)
+        )
         if on_epoch is not None and on_epoch(reports[-1], policy):
             stopped_early = epoch < settings.max_epochs
             break
     return SFTResult(policy, reports, stopped_early, skipped=len(examples) - len(rows))
+
+
+def lr_factor(settings: SFTSettings, step: int, total_steps: int) -> float:
+    """The learning rate at optimizer step `step` (0-based) of `total_steps`, as a fraction of
+    `settings.learning_rate`."""
+    if settings.schedule == "constant":
+        return 1.0
+    warmup = int(settings.warmup_fraction * total_steps)
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total_steps - 1 - warmup))
+    floor = settings.final_lr_fraction
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def train_step(

@@ -15,6 +15,7 @@ from learner.sft import (
     SFTExample,
     SFTSettings,
     examples_from_trajectories,
+    lr_factor,
     sft,
     target_loss,
     target_rows,
@@ -120,3 +121,47 @@ def test_successful_training_episodes_become_examples() -> None:
         ]
     )
     assert examples == [EXAMPLES[0]]
+
+
+def test_the_cosine_schedule_warms_up_peaks_and_decays_to_its_floor() -> None:
+    settings = SFTSettings(schedule="cosine", warmup_fraction=0.1, final_lr_fraction=0.1)
+    factors = [lr_factor(settings, step, 100) for step in range(100)]
+    assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
+    assert factors[:10] == sorted(factors[:10])  # the warm-up rises
+    assert factors[9:] == sorted(factors[9:], reverse=True)  # then it only falls
+    assert factors[-1] == pytest.approx(0.1) and min(factors) == pytest.approx(0.1)
+    assert factors[54] == pytest.approx(0.55, abs=0.02)  # halfway down the cosine
+    assert {lr_factor(SFTSettings(), step, 100) for step in range(100)} == {1.0}
+    with pytest.raises(ValueError, match="schedule"):
+        SFTSettings(schedule="linear")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="warmup_fraction"):
+        SFTSettings(warmup_fraction=1.0)
+
+
+def test_sft_steps_at_the_scheduled_rate(local: LocalModel) -> None:
+    """A first step at a tenth of the rate moves the weights about a tenth as far (Adam's first
+    step is about the rate times the gradient's sign), so the schedule reaches the optimizer."""
+    untrained = TrainablePolicy.create(local, None)  # a copy of the weights sft starts from
+    before = {name: p.detach().clone() for name, p in untrained.module.named_parameters()}
+
+    def moved(settings: SFTSettings) -> float:
+        result = sft(local, EXAMPLES, settings, on_epoch=lambda report, policy: True)  # one step
+        after = {name: p.detach() for name, p in result.policy.module.named_parameters()}
+        return max(float((after[name] - weight).abs().max()) for name, weight in before.items())
+
+    constant = moved(SFTSettings(learning_rate=1e-3, max_epochs=20, examples_per_step=4))
+    warming = moved(
+        SFTSettings(
+            learning_rate=1e-3, max_epochs=20, examples_per_step=4, schedule="cosine", warmup_fraction=0.5
+        )
+    )
+    assert constant == pytest.approx(1e-3, rel=0.2)
+    assert warming == pytest.approx(constant / 10, rel=0.2)
+
+
+def test_each_epoch_reports_the_rate_its_last_step_took(local: LocalModel) -> None:
+    settings = SFTSettings(learning_rate=1e-3, max_epochs=4, examples_per_step=2, schedule="cosine")
+    result = sft(local, EXAMPLES, settings)  # 2 steps an epoch, 8 in all
+    rates = [report.learning_rate for report in result.epochs]
+    assert rates == pytest.approx([1e-3 * lr_factor(settings, step, 8) for step in (1, 3, 5, 7)])
+    assert rates[-1] == pytest.approx(1e-4)  # the floor, at the last step
