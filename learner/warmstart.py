@@ -4,10 +4,11 @@ A first executor cannot learn from its own attempts while it never succeeds (GRP
 whose rewards differ). So it first imitates: each training task's reference solution rendered as
 the one JSON action that solves it (runtime/executor/actions.py), the loss on those tokens only
 (learner/sft.py). After every epoch the model is evaluated on held-out tasks through the real
-executor path, and training stops after `patience` epochs without a new best: the curve is part
-of the result, so a gain measured later is what reinforcement learning adds on top. Pass
+executor path, and training stops after `patience` epochs without a new best (patience None:
+it trains every epoch, for a learning rate that decays to the last) and keeps the best epoch's
+weights: the curve is part of the result, so a gain measured later is what reinforcement learning adds on top. Pass
 validation tasks here, not the tasks that will measure that gain: the best point of a noisy
-curve overstates what it was measured on (connectors/cli/quickstart.py splits them).
+curve overstates what it was measured on (connectors/quickstart/run.py splits them).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from runtime.executor import prompts as executor_prompts
 @dataclass(frozen=True)
 class WarmStartSettings:
     sft: SFTSettings = field(default_factory=lambda: SFTSettings(max_epochs=30, learning_rate=3e-3))
-    patience: int = 3
+    # Epochs without a new best before stopping; None: train every epoch (a decaying learning
+    # rate does its best work in the last epochs) and keep the best one.
+    patience: int | None = 3
     min_epochs: int = 10  # before this, a flat curve (often all zeros early on) stops nothing
     # ... and nor does a curve that never left zero: there is nothing to stop improving yet
     # (max_epochs and the deadline still bound it).
@@ -68,6 +71,17 @@ def examples(tasks: Sequence[Task]) -> list[SFTExample]:
         for task in tasks
         if task.reference
     ]
+
+
+def should_stop(settings: WarmStartSettings, epoch: int, best_success: float, stale: int) -> bool:
+    """After `epoch`, with the best held-out success so far and `stale` epochs since it rose:
+    past the deadline, or (with patience) `patience` stale epochs once the curve has left zero
+    and `min_epochs` are done."""
+    if settings.deadline is not None and time.time() > settings.deadline:
+        return True
+    if settings.patience is None:
+        return False
+    return best_success > 0 and epoch >= settings.min_epochs and stale >= settings.patience
 
 
 async def warm_start(
@@ -107,10 +121,7 @@ async def warm_start(
             best.update(success=success, epoch=report.epoch)
             policy.save_model(best_dir)  # the weights at their best so far
         best["stale"] = 0 if improved else best["stale"] + 1
-        if settings.deadline is not None and time.time() > settings.deadline:
-            return True
-        started_rising = best["success"] > 0
-        return started_rising and report.epoch >= settings.min_epochs and best["stale"] >= settings.patience
+        return should_stop(settings, report.epoch, float(best["success"]), int(best["stale"]))
 
     await asyncio.to_thread(sft, base, examples(train), settings.sft, on_epoch=after_epoch)
     return WarmStart(best_dir, curve, int(best["epoch"]), float(best["success"]))

@@ -1,9 +1,9 @@
 """What the quickstart does, fixed in work, and how long that should take on this machine.
 
-Work, not wall-clock time, decides the run: a warm start of at most `warm_max_epochs` epochs
-(stopping earlier by the validation rule), then exactly `grpo_steps` GRPO steps. Every machine
-does the same work and so reaches the same result, up to sampling noise; a slow machine takes
-longer instead of learning less. `--minutes` is only a safety cap, and the run says when it cut
+Work, not wall-clock time, decides the run: a warm start of `warm_max_epochs` epochs (or
+fewer, by the validation rule, where `warm_patience` is set), then exactly `grpo_steps` GRPO
+steps. Every machine does the same work and so reaches the same result, up to sampling noise; a
+slow machine takes longer instead of learning less. `--minutes` is only a safety cap, and the run says when it cut
 the plan short.
 
 The estimate comes from a calibration at the start: the untrained executor's evaluation gives
@@ -43,7 +43,9 @@ class QuickstartPlan:
     heldout_per_family: int = 16  # held-out tasks per family, every other one to validation/test
     warm_max_epochs: int = 24
     warm_min_epochs: int = 12
-    warm_patience: int = 4
+    # None: the warm start trains all warm_max_epochs (its learning rate decays along a cosine
+    # to the last, where it learns most) and keeps the epoch of best validation success.
+    warm_patience: int | None = None
     grpo_steps: int = 100
     tasks_per_step: int = 16
     group_size: int = 8
@@ -117,9 +119,12 @@ class Estimate:
 
     def line(self) -> str:
         fewest, most = self.warm_epochs
+        shortest, longest = _duration(self.total_s(fewest)), _duration(self.total_s(most))
+        span = longest if shortest == longest else f"{shortest} to {longest}"
+        epochs = str(most) if fewest == most else f"{fewest}-{most}"
         return (
-            f"estimated time on this machine: {_duration(self.total_s(fewest))} to {_duration(self.total_s(most))} "
-            f"(warm start {fewest}-{most} epochs of ~{self.warm_epoch_s:.0f} s, "
+            f"estimated time on this machine: {span} "
+            f"(warm start {epochs} epochs of ~{self.warm_epoch_s:.0f} s, "
             f"{self.grpo_steps} GRPO steps of ~{self.grpo_step_s:.0f} s, "
             f"{self.probes} held-out probes and the gate ~{_duration(self.probes * self.probe_s + self.gate_s)})"
         )
@@ -136,7 +141,11 @@ def estimate(
     # per EXAMPLES_PER_STEP rows and update.
     grpo_step = rollouts * attempt + plan.updates_per_batch * math.ceil(rollouts / EXAMPLES_PER_STEP) * step
     probe = (validation + test) * plan.probe_group * attempt
-    fewest = min(plan.warm_min_epochs, plan.warm_max_epochs)
+    fewest = (
+        plan.warm_max_epochs
+        if plan.warm_patience is None
+        else min(plan.warm_min_epochs, plan.warm_max_epochs)
+    )
     return Estimate(
         warm_epoch,
         grpo_step,

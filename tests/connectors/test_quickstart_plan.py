@@ -21,8 +21,8 @@ def anyio_backend() -> str:
 
 
 def test_the_estimate_adds_up_the_plans_work_from_the_calibration() -> None:
-    plan = QuickstartPlan(warm_max_epochs=10, warm_min_epochs=4, grpo_steps=20, tasks_per_step=4,
-                          group_size=8, updates_per_batch=2, eval_group=4, probe_every=5)  # fmt: skip
+    plan = QuickstartPlan(warm_max_epochs=10, warm_min_epochs=4, warm_patience=3, grpo_steps=20,
+                          tasks_per_step=4, group_size=8, updates_per_batch=2, eval_group=4, probe_every=5)  # fmt: skip
     cost = estimate(plan, Calibration(attempt_s=0.1, step_s=0.5), imitation_examples=40, validation=6, test=6)
     assert cost.warm_epoch_s == pytest.approx(3 * 0.5 + 6 * 2 * 0.1)  # 3 steps, 12 attempts
     assert cost.grpo_step_s == pytest.approx(32 * 0.1 + 2 * 2 * 0.5)  # 32 rollouts, 2 updates x 2 steps
@@ -34,6 +34,11 @@ def test_the_estimate_adds_up_the_plans_work_from_the_calibration() -> None:
     assert cost.total_s() == pytest.approx(10 * 2.7 + 20 * 5.2 + 4 * 2.4 + 4.8)
     assert cost.total_s(4) < cost.total_s()
     assert "estimated time on this machine" in cost.line() and "4-10 epochs" in cost.line()
+    # Without patience the warm start runs every epoch: one figure, not a range.
+    whole = estimate(replace(plan, warm_patience=None), Calibration(attempt_s=0.1, step_s=0.5),
+                     imitation_examples=40, validation=6, test=6)  # fmt: skip
+    assert whole.warm_epochs == (10, 10) and "(warm start 10 epochs of" in whole.line()
+    assert " to " not in whole.line().split("(")[0]
 
 
 def test_a_trained_attempt_costs_the_sandbox_and_sampling_for_shorter_replies() -> None:

@@ -11,7 +11,7 @@ import pytest
 from learner.replay import ReplaySettings
 from learner.sft import SFTSettings
 from learner.tasks import synthetic_suite
-from learner.warmstart import WarmStartSettings, examples, solving_action, warm_start
+from learner.warmstart import WarmStartSettings, examples, should_stop, solving_action, warm_start
 from memory import MemoryStore
 from runtime.executor import LocalModel, SamplingParams, build_tiny_model
 from runtime.executor.actions import parse_action
@@ -82,3 +82,16 @@ async def test_the_deadline_stops_the_warm_start_after_the_epoch_running(
             settings(patience=10, min_epochs=10, deadline=time.time() - 1),
         )
     assert [epoch for epoch, _, _ in warm.curve] == [1]
+
+
+def test_patience_stops_a_risen_curve_and_none_trains_every_epoch() -> None:
+    patient = settings(patience=4, min_epochs=12)
+    assert should_stop(patient, epoch=19, best_success=0.23, stale=4)  # seed 67's warm start stopped here
+    assert not should_stop(patient, epoch=19, best_success=0.23, stale=3)
+    assert not should_stop(patient, epoch=11, best_success=0.23, stale=4)  # before min_epochs
+    assert not should_stop(patient, epoch=19, best_success=0.0, stale=19)  # never left zero
+    every_epoch = settings(patience=None, min_epochs=12)
+    assert not any(
+        should_stop(every_epoch, epoch, 0.5, stale) for epoch in range(1, 25) for stale in range(25)
+    )
+    assert should_stop(settings(patience=None, deadline=time.time() - 1), epoch=1, best_success=0.0, stale=0)
