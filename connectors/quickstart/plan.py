@@ -3,8 +3,8 @@
 Work, not wall-clock time, decides the run: a warm start of `warm_max_epochs` epochs (or
 fewer, by the validation rule, where `warm_patience` is set), then exactly `grpo_steps` GRPO
 steps. Every machine does the same work and so reaches the same result, up to sampling noise; a
-slow machine takes longer instead of learning less. `--minutes` is only a safety cap, and the run says when it cut
-the plan short.
+slow machine takes longer instead of learning less. `--minutes` is only a safety cap, and the
+run says when it cut the plan short.
 
 The estimate comes from a calibration at the start: the untrained executor's evaluation gives
 the cost of one attempt (sampled, run in the sandbox, verified; attempts run concurrently, so
