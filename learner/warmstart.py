@@ -6,9 +6,10 @@ the one JSON action that solves it (runtime/executor/actions.py), the loss on th
 (learner/sft.py). After every epoch the model is evaluated on held-out tasks through the real
 executor path, and training stops after `patience` epochs without a new best (patience None:
 it trains every epoch, for a learning rate that decays to the last) and keeps the best epoch's
-weights: the curve is part of the result, so a gain measured later is what reinforcement learning adds on top. Pass
-validation tasks here, not the tasks that will measure that gain: the best point of a noisy
-curve overstates what it was measured on (connectors/quickstart/run.py splits them).
+weights: the curve is part of the result, so a gain measured later is what reinforcement
+learning adds on top. Pass validation tasks here, not the tasks that will measure that gain:
+the best point of a noisy curve overstates what it was measured on (connectors/quickstart/run.py
+splits them).
 """
 
 from __future__ import annotations
