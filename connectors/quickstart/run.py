@@ -247,6 +247,10 @@ async def run_quickstart(
     say("")
     say(f"test success (held-out families): untrained {untrained.success:.2f}, warm start {result.current.success:.2f}, "
         f"after GRPO {result.candidate.success:.2f} ({gain * 100:+.1f} points; target +{TARGET_GAIN * 100:.0f})")  # fmt: skip
+    family_of = {task.id: task.family for task in test}
+    before, after = result.current.success_by(family_of), result.candidate.success_by(family_of)
+    say("by family (warm start -> after GRPO): "
+        + ", ".join(f"{family} {before[family]:.2f} -> {after.get(family, 0.0):.2f}" for family in before))  # fmt: skip
     say(f"candidate: the adapter after {candidate_step} of {steps_done} GRPO steps"
         + (f" (best validation success, {dict(validated)[candidate_step]:.2f})" if candidate_step in dict(validated) else ""))  # fmt: skip
     say(f"steps to +{TARGET_GAIN * 100:.0f} points: "

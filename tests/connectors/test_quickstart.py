@@ -35,12 +35,16 @@ def test_quickstart_runs_the_whole_loop_offline(tmp_path: Path) -> None:
         "test success (held-out families): untrained",
         "estimated time on this machine",
         "after 1 GRPO steps: validation success",
+        "by family (warm start -> after GRPO): ",
         "candidate: the adapter after",
         "steps to +25 points: ",
         "gate:",
     ):
         assert line in out
     assert "cut the run short" not in out  # work-bounded: the quick plan runs whole
+    [families] = [line for line in out.splitlines() if "by family (warm start -> after GRPO): " in line]
+    for family in ("copy_into_dir", "count_words_append", "uppercase_append"):  # GRID_HELDOUT
+        assert f" {family} " in families
     assert "after 2 GRPO steps: validation success" in out  # the last step is probed: it may be chosen
     assert (where / "quickstart.png").read_bytes().startswith(b"\x89PNG")
     # With --guidance, it ran after every GRPO step (learner/guidance.py): references imitated.
