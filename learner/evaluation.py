@@ -6,7 +6,7 @@ The same tasks and seeds for every executor evaluated in a run, so results pair 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,15 +28,6 @@ class Evaluation:
     @property
     def parse_failures(self) -> int:
         return sum(r.parse_failures for r in self.results)
-
-    def success_by(self, group_of: Mapping[str, str]) -> dict[str, float]:
-        """Success per group of tasks (e.g. family: `{task.id: task.family}`), groups sorted by
-        name; a result whose task is in no group is left out."""
-        totals: dict[str, list[float]] = {}
-        for result in self.results:
-            if (group := group_of.get(result.task)) is not None:
-                totals.setdefault(group, []).append(result.reward)
-        return {group: sum(rewards) / len(rewards) for group, rewards in sorted(totals.items())}
 
 
 async def evaluate(

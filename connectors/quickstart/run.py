@@ -48,6 +48,7 @@ async def run_quickstart(
     from learner import Probe, ProbePoint, report_cycle
     from learner.cycle import CycleSettings, run_cycle
     from learner.evaluation import evaluate
+    from learner.gate import success_by_kind
     from learner.guidance import GuidanceSettings
     from learner.policy import LoraSettings
     from learner.replay import ReplaySettings, all_or_none, as_served
@@ -247,10 +248,11 @@ async def run_quickstart(
     say("")
     say(f"test success (held-out families): untrained {untrained.success:.2f}, warm start {result.current.success:.2f}, "
         f"after GRPO {result.candidate.success:.2f} ({gain * 100:+.1f} points; target +{TARGET_GAIN * 100:.0f})")  # fmt: skip
-    family_of = {task.id: task.family for task in test}
-    before, after = result.current.success_by(family_of), result.candidate.success_by(family_of)
+    family_of = {task.id: task.family for task in test}.__getitem__
+    before = success_by_kind(result.current.results, family_of)
+    after = success_by_kind(result.candidate.results, family_of)
     say("by family (warm start -> after GRPO): "
-        + ", ".join(f"{family} {before[family]:.2f} -> {after.get(family, 0.0):.2f}" for family in before))  # fmt: skip
+        + ", ".join(f"{family} {before[family][0]:.2f} -> {after.get(family, (0.0, 0))[0]:.2f}" for family in before))  # fmt: skip
     say(f"candidate: the adapter after {candidate_step} of {steps_done} GRPO steps"
         + (f" (best validation success, {dict(validated)[candidate_step]:.2f})" if candidate_step in dict(validated) else ""))  # fmt: skip
     say(f"steps to +{TARGET_GAIN * 100:.0f} points: "
