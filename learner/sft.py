@@ -135,7 +135,7 @@ def sft(
     optimizer = torch.optim.AdamW(
         policy.trainable_parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
     )
-    total_steps = settings.max_epochs * -(-len(rows) // settings.examples_per_step)
+    total_steps = settings.max_epochs * math.ceil(len(rows) / settings.examples_per_step)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(settings, step, total_steps)
     )
