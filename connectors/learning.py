@@ -202,7 +202,7 @@ def night_settings(
         cycle=CycleSettings(
             iterations=iterations, seed=seed, deadline=deadline, replay=replay, evaluation=evaluation,
             gate=GateSettings(non_inferiority_margin=learner.non_inferiority_margin),
-            rows=RowSettings(max_row_tokens=learner.max_prompt_tokens + learner.max_completion_tokens),
+            rows=RowSettings(max_row_tokens=learner.max_row_tokens, token_budget=learner.token_budget),
             train=TrainSettings(
                 learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch, lora=lora,
                 tis_cap=(learner.tis_cap or None) if served is not None else None,  # 0: off

@@ -94,11 +94,17 @@ class MemoryEstimate:
         memory is unknown)."""
         if free is None or self.peak <= free * HEADROOM:
             return None
-        checkpointing = "" if self.gradient_checkpointing else "set [learner] gradient_checkpointing = true, "
+        if self.activations >= self.kv_cache:  # what lowers the larger of the two
+            checkpointing = (
+                "" if self.gradient_checkpointing else "set [learner] gradient_checkpointing = true, "
+            )
+            larger = f"{checkpointing}lower [learner] micro_batch_tokens (the activations)"
+        else:
+            larger = "lower [learner] max_prompt_tokens or max_completion_tokens (the key-value cache)"
         return (
             f"this cycle needs about {_size(self.peak)} on {self.device} but {_size(free)} is free "
-            f"({self.line()}): free memory, {checkpointing}lower [learner] max_prompt_tokens, "
-            f"max_completion_tokens or lora_rank, or load the executor in a smaller [executor] dtype"
+            f"({self.line()}): free memory, {larger}, lower lora_rank, "
+            f"or load the executor in a smaller [executor] dtype"
         )
 
 

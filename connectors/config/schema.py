@@ -178,6 +178,9 @@ class ExecutorConfig(Section):
     )
 
 
+DEFAULT_MICRO_BATCH_TOKENS = 8192  # learner.rows.RowSettings.token_budget's default
+
+
 class LearnerConfig(Section):
     """The nightly learning cycle: its budget, its worker process, and what it trains on."""
 
@@ -200,6 +203,12 @@ class LearnerConfig(Section):
     max_turns: int = Field(2, ge=1, le=64, description="a whole number from 1 to 64")
     max_prompt_tokens: int = Field(1952, ge=16, description="a whole number of tokens, at least 16")
     max_completion_tokens: int = Field(96, ge=1, description="a whole number of tokens, at least 1")
+    micro_batch_tokens: int | None = Field(
+        None,
+        ge=16,
+        description="a whole number of tokens, at least max_prompt_tokens + max_completion_tokens: the "
+        "positions one micro-batch of a GRPO update computes (unset: the larger of 8192 and that sum)",
+    )
     gradient_checkpointing: bool = Field(False, description="true or false")
     guidance: bool = Field(False, description="true or false")
     tis_cap: float = Field(
@@ -226,6 +235,27 @@ class LearnerConfig(Section):
         default_factory=list,
         description="a list of chats like ['telegram:12345', 'slack:C0123']",
     )
+
+    @property
+    def max_row_tokens(self) -> int:
+        """The longest model call a replay trains on: prompt and completion together."""
+        return self.max_prompt_tokens + self.max_completion_tokens
+
+    @property
+    def token_budget(self) -> int:
+        """The positions a micro-batch computes: `micro_batch_tokens`, or the larger of 8192 and
+        the longest trained call (every row has to fit in a micro-batch of its own)."""
+        return self.micro_batch_tokens or max(DEFAULT_MICRO_BATCH_TOKENS, self.max_row_tokens)
+
+    @model_validator(mode="after")
+    def _a_micro_batch_holds_the_longest_row(self) -> LearnerConfig:
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < self.max_row_tokens:
+            raise ValueError(
+                f"micro_batch_tokens = {self.micro_batch_tokens} is below max_prompt_tokens + "
+                f"max_completion_tokens = {self.max_row_tokens}: a micro-batch has to hold the longest "
+                "call it trains on; raise it, lower those two, or leave it unset"
+            )
+        return self
 
     @model_validator(mode="after")
     def _guidance_trains_in_one_process(self) -> LearnerConfig:

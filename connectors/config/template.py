@@ -146,6 +146,10 @@ lora_target_modules = "all-linear"
 max_turns = 2
 max_prompt_tokens = 1952
 max_completion_tokens = 96
+# Positions one micro-batch of a GRPO update computes (padding included), at least
+# max_prompt_tokens + max_completion_tokens; unset, the larger of 8192 and that sum. Lower it when
+# the memory estimate says the activations do not fit.
+# micro_batch_tokens = 8192
 # Recompute each decoder layer in the backward pass instead of keeping its activations: far less
 # memory for long replies on a real model (`temper learn` prints the estimate), slower steps.
 gradient_checkpointing = false

@@ -215,6 +215,11 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
             "telegram.allowed_users[0]: must be a list of numeric Telegram user ids",
         ),
         ("memory = 3\n", "memory: must be a table [memory], got 3"),
+        (  # a table's own check is quoted whole, not as "must be ..., got a table"
+            "[learner]\nmicro_batch_tokens = 1000\n",
+            "learner: micro_batch_tokens = 1000 is below max_prompt_tokens + max_completion_tokens = 2048: "
+            "a micro-batch has to hold the longest call it trains on",
+        ),
         (
             '[memory]\nsearch_scope = "all"\n',
             "memory.search_scope: was removed, and 'all' is not possible: the agent's memory "

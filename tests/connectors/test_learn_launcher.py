@@ -70,10 +70,15 @@ def coin_tasks(data_dir: Path, count: int = 16) -> None:
 def test_two_ranks_train_the_candidate_one_process_would(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     model_dir = format_trained(tmp_path)
-    coin_tasks(tmp_path / "data")
+    # Twice as many coin tasks as a step draws, and micro-batches of the smallest size the config
+    # allows (about 14 rows each): whichever 16 tasks the night draws, its rows fill several
+    # micro-batches, so each rank has a share (at 8192 positions, a draw of few coin tasks
+    # packed into one micro-batch, and rank 1 trained on nothing).
+    coin_tasks(tmp_path / "data", count=32)
     config = write_config(
         tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\ndevice = "cpu"\n'
     )
+    config.write_text(config.read_text().replace("[learner]\n", "[learner]\nmicro_batch_tokens = 2048\n"))
 
     done = learn(
         config, "--launcher", "accelerate", "--processes", "2", "--iterations", "1", "--per-family", "2"

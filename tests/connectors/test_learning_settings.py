@@ -8,7 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from connectors.config import Config
+from connectors.config.schema import DEFAULT_MICRO_BATCH_TOKENS
 from connectors.learning import night_settings
+from learner.rows import RowSettings
 
 
 def test_the_configured_sandbox_and_learner_table_reach_the_night() -> None:
@@ -33,6 +35,24 @@ def test_guidance_is_on_when_the_learner_table_says_so() -> None:
     config = Config.model_validate({"learner": {"guidance": True}})
     night = night_settings(config, iterations=1, seed=0, deadline=None)
     assert night.cycle.guidance is not None and night.cycle.guidance.max_examples > 0
+
+
+def test_a_micro_batch_holds_the_longest_call_the_config_allows() -> None:
+    default = night_settings(Config.model_validate({}), iterations=1, seed=0, deadline=None).cycle.rows
+    assert default.max_row_tokens == 1952 + 96 and default.token_budget == DEFAULT_MICRO_BATCH_TOKENS
+    assert RowSettings().token_budget == DEFAULT_MICRO_BATCH_TOKENS  # the config's default is the learner's
+    # Long calls raise the budget with them (a budget below the longest row was a ValueError at night).
+    long = Config.model_validate({"learner": {"max_prompt_tokens": 10_000}})
+    rows = night_settings(long, iterations=1, seed=0, deadline=None).cycle.rows
+    assert rows.max_row_tokens == rows.token_budget == 10_096
+    small = Config.model_validate({"learner": {"max_prompt_tokens": 500, "micro_batch_tokens": 600}})
+    assert night_settings(small, iterations=1, seed=0, deadline=None).cycle.rows.token_budget == 600
+
+
+def test_a_micro_batch_below_the_longest_call_is_a_config_error() -> None:
+    with pytest.raises(ValidationError, match=r"micro_batch_tokens = 2000 is below max_prompt_tokens \+ "
+                       r"max_completion_tokens = 2048"):  # fmt: skip
+        Config.model_validate({"learner": {"micro_batch_tokens": 2000}})
 
 
 def test_guidance_with_several_training_processes_is_a_config_error() -> None:

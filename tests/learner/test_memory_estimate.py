@@ -92,8 +92,7 @@ def test_a_cycle_that_cannot_fit_is_refused_with_its_numbers(models: dict[str, P
     refusal = estimate.refusal(estimate.peak // 2)
     assert refusal is not None
     assert f"needs about {estimate.peak / (1 << 20):.1f} MiB on cpu" in refusal
-    assert f"{estimate.peak // 2 / (1 << 20):.1f} MiB is free" in refusal and "max_prompt_tokens" in refusal
-    assert "gradient_checkpointing = true" in refusal
+    assert f"{estimate.peak // 2 / (1 << 20):.1f} MiB is free" in refusal and "lora_rank" in refusal
     assert estimate.refusal(estimate.peak * 2) is None
     assert estimate.refusal(None) is None  # free memory unknown: no refusal on a guess
     free = free_memory(torch.device("cpu"))
@@ -106,3 +105,20 @@ def test_what_cannot_be_estimated_says_why(models: dict[str, Path], tmp_path: Pa
     if not torch.cuda.is_available():
         with pytest.raises(ExecutorLoadError, match="torch sees no CUDA GPU"):
             estimate_cycle(models["qwen3"], settings(device="cuda"))
+
+
+def test_the_refusal_names_what_lowers_the_larger_of_activations_and_cache(models: dict[str, Path]) -> None:
+    estimate = estimate_cycle(models["qwen3"], settings())
+    big = max(estimate.activations, estimate.kv_cache)
+    activations = replace(estimate, activations=2 * big)
+    refusal = activations.refusal(activations.peak // 2)
+    assert refusal is not None and "gradient_checkpointing = true" in refusal
+    assert "micro_batch_tokens (the activations)" in refusal and "max_prompt_tokens" not in refusal
+    checkpointed = replace(activations, gradient_checkpointing=True).refusal(activations.peak // 2)
+    assert checkpointed is not None and "gradient_checkpointing" not in checkpointed  # already on
+    cache = replace(estimate, kv_cache=2 * big)
+    refusal = cache.refusal(cache.peak // 2)
+    assert (
+        refusal is not None and "max_prompt_tokens or max_completion_tokens (the key-value cache)" in refusal
+    )
+    assert "micro_batch_tokens" not in refusal and "gradient_checkpointing" not in refusal
