@@ -46,7 +46,8 @@ def describe(
         expected = error["msg"][0].lower() + error["msg"][1:]
     given = error.get("input")
     if error["type"] == "value_error" and isinstance(given, Mapping):
-        return f"{dotted(loc)}: {expected}{origin}"  # a table's own check: its text says it whole
+        # A table's own check (or the whole file's, at no location): its text says it whole.
+        return f"{dotted(loc)}: {expected}{origin}" if loc else expected
     hint = ""
     if error["type"] == "literal_error" and field is not None:  # `expected` lists the choices
         hint = did_you_mean(str(given), [str(option) for option in typing.get_args(field.annotation)])

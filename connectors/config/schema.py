@@ -192,7 +192,9 @@ class LearnerConfig(Section):
     heldout_fraction: float = Field(0.25, gt=0, lt=1, description="a number between 0 and 1")
     max_workspace_mb: int = Field(64, ge=1, description="a whole number of megabytes, at least 1")
     verifier_calls: int = Field(0, ge=0, le=1000, description="a whole number from 0 to 1000")
-    non_inferiority_margin: float = Field(0.05, ge=0, le=1, description="a number between 0 and 1")
+    non_inferiority_margin: float = Field(
+        0.05, ge=0, lt=1, description="a number from 0 up to, not including, 1"
+    )
     learning_rate: float = Field(1e-4, gt=0, le=1, description="a number above 0 and at most 1")
     updates_per_batch: int = Field(1, ge=1, le=8, description="a whole number from 1 to 8")
     lora_rank: int = Field(8, ge=1, le=1024, description="a whole number from 1 to 1024")
@@ -365,6 +367,17 @@ class Config(Section):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="a table [daemon]")
     users: UsersConfig = Field(default_factory=UsersConfig, description="a table [users]")
     skills: SkillsConfig = Field(default_factory=SkillsConfig, description="a table [skills]")
+
+    @model_validator(mode="after")
+    def _replays_run_one_way(self) -> Config:
+        served = self.executor.backend == "openai" and self.models.executor.api_base is not None
+        if self.learner.ray_address and served:
+            raise ValueError(
+                "learner.ray_address and a served executor (executor.backend = 'openai' with "
+                "models.executor.api_base) are two ways to run the night's replays: Ray workers sample "
+                "with the trainer's weights, a served executor through its server; set one of them"
+            )
+        return self
 
     @model_validator(mode="after")
     def _resolve_paths(self) -> Config:

@@ -215,6 +215,10 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
             "telegram.allowed_users[0]: must be a list of numeric Telegram user ids",
         ),
         ("memory = 3\n", "memory: must be a table [memory], got 3"),
+        (  # the gate's margin: a candidate may not be worse by everything
+            "[learner]\nnon_inferiority_margin = 1\n",
+            "learner.non_inferiority_margin: must be a number from 0 up to, not including, 1, got 1",
+        ),
         (  # a table's own check is quoted whole, not as "must be ..., got a table"
             "[learner]\nmicro_batch_tokens = 1000\n",
             "learner: micro_batch_tokens = 1000 is below max_prompt_tokens + max_completion_tokens = 2048: "
@@ -233,6 +237,24 @@ def test_error_says_key_given_and_expected(text: str, expected: str, tmp_path: P
     assert len(problems) == 1
     assert problems[0].startswith(expected)
     assert problems[0].endswith(f"(set in {tmp_path / 'config.toml'})")
+
+
+def test_a_check_across_tables_is_one_plain_line(tmp_path: Path) -> None:
+    problems = problems_of(
+        '[learner]\nray_address = "auto"\n[executor]\nbackend = "openai"\n'
+        '[models.executor]\nmodel = "openai/qwen"\napi_base = "http://127.0.0.1:8000/v1"\n',
+        tmp_path,
+    )
+
+    assert problems == [
+        "learner.ray_address and a served executor (executor.backend = 'openai' with "
+        "models.executor.api_base) are two ways to run the night's replays: Ray workers sample "
+        "with the trainer's weights, a served executor through its server; set one of them"
+    ]
+    # Either one alone is a configuration the night runs.
+    load_config(write(tmp_path / "ray.toml", '[learner]\nray_address = "auto"\n'), {})
+    served = '[executor]\nbackend = "openai"\n[models.executor]\napi_base = "http://127.0.0.1:8000/v1"\n'
+    load_config(write(tmp_path / "served.toml", served), {})
 
 
 def test_search_scope_is_gone_but_old_configs_still_load(tmp_path: Path) -> None:
