@@ -79,6 +79,7 @@ async def run_learning_cycle(
             "[models.executor] api_base (e.g. http://127.0.0.1:8000/v1)"
         )
     torch.set_num_threads(config.learner.torch_threads)
+    _check_lora_targets(config, Path(settings.model_dir))
     _check_memory(config, Path(settings.model_dir), say)
     report_progress = progress or (lambda _event: None)
     deadline = time.time() + minutes * 60
@@ -263,6 +264,29 @@ def served_sampler(config: Config) -> ServedSampler | None:
         adapter_dir=ExecutorVersions(config.data_dir).versions_dir / ".learning",
         api_key=resolve_api_key(slot, os.environ) or None,
     )
+
+
+def _check_lora_targets(config: Config, model_dir: Path) -> None:
+    """Refuse, before anything loads, a `lora_target_modules` list naming a module the model has
+    not (peft would raise deep in the cycle, or skip it silently). Weights not in safetensors
+    cannot be read this way and are left to peft."""
+    from learner.memory_estimate import EstimateError, unmatched_targets, weight_shapes
+    from learner.policy import LoraSettings
+
+    targets = config.learner.lora_target_modules
+    if isinstance(targets, str):
+        return
+    try:
+        shapes = weight_shapes(model_dir)
+    except EstimateError:
+        return
+    missing, names = unmatched_targets(shapes, LoraSettings(target_modules=tuple(targets)))
+    if missing:
+        raise LearnerSetupError(
+            f"[learner] lora_target_modules names {', '.join(map(repr, missing))}, but no module of "
+            f"{model_dir} is called that; its modules with a weight matrix end in: {', '.join(names)} "
+            '(or set lora_target_modules = "all-linear")'
+        )
 
 
 def _check_memory(config: Config, model_dir: Path, say: Callable[[str], object]) -> None:

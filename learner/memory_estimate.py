@@ -182,19 +182,42 @@ def lora_parameters(shapes: dict[str, tuple[int, ...]], lora: LoraSettings) -> i
     embedding or `lm_head`. Named modules match by their name's last parts, and a string other
     than "all-linear" as a regular expression over the whole name, as in peft."""
     total = 0
-    for name, shape in shapes.items():
-        if len(shape) != 2 or not name.endswith(".weight"):
-            continue
-        module = name.removesuffix(".weight")
+    for module, shape in _linear_modules(shapes).items():
         if lora.target_modules == "all-linear":
             wrapped = "embed" not in module and module.rsplit(".", 1)[-1] != "lm_head"
         elif isinstance(lora.target_modules, str):  # peft: a regular expression over the whole name
             wrapped = re.fullmatch(lora.target_modules, module) is not None
         else:
-            wrapped = any(module == t or module.endswith(f".{t}") for t in lora.target_modules)
+            wrapped = any(_named(module, target) for target in lora.target_modules)
         if wrapped:
             total += lora.rank * (shape[0] + shape[1])
     return total
+
+
+def unmatched_targets(shapes: dict[str, tuple[int, ...]], lora: LoraSettings) -> tuple[list[str], list[str]]:
+    """The named target modules that match no linear layer of the model, and the names its
+    linear layers end in (to say what would match). peft refuses a list none of whose names
+    match, and silently skips a misspelled one beside others that do; both are the user's typo.
+    "all-linear" and a regular expression are peft's to judge: ([], [])."""
+    if isinstance(lora.target_modules, str):
+        return [], []
+    modules = _linear_modules(shapes)
+    missing = [target for target in lora.target_modules if not any(_named(m, target) for m in modules)]
+    return missing, sorted({module.rsplit(".", 1)[-1] for module in modules})
+
+
+def _linear_modules(shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Module name -> weight shape of every 2-D weight (the linear layers, embeddings and head)."""
+    return {
+        name.removesuffix(".weight"): shape
+        for name, shape in shapes.items()
+        if len(shape) == 2 and name.endswith(".weight")
+    }
+
+
+def _named(module: str, target: str) -> bool:
+    """peft's match of a listed target: the module's whole name, or its last dotted parts."""
+    return module == target or module.endswith(f".{target}")
 
 
 def _read_config(model_dir: Path) -> dict[str, Any]:

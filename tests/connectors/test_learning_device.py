@@ -53,3 +53,25 @@ def test_a_device_that_is_not_there_is_refused_before_anything_is_written(tmp_pa
     with pytest.raises(LearnerSetupError, match="torch sees no CUDA GPU"):
         asyncio.run(run_learning_cycle(config, minutes=1, say=said.append))
     assert not (tmp_path / "data" / "learner").exists() and said == []
+
+
+@pytest.mark.parametrize(
+    ("targets", "missing"), [(["nope_proj"], "'nope_proj'"), (["q_proj", "v_prj"], "'v_prj'")]
+)
+def test_a_target_module_the_model_has_not_is_refused_before_anything_is_written(
+    tmp_path: Path, targets: list[str], missing: str
+) -> None:
+    """peft raises deep in the cycle when no listed module matches, and skips a misspelled one
+    beside others that do; either is refused first, with the names that would match."""
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    config = Config.model_validate({
+        "data_dir": str(tmp_path / "data"),
+        "executor": {"backend": "local", "model_dir": str(model_dir), "device": "cpu"},
+        "learner": {"lora_target_modules": targets},
+    })  # fmt: skip
+    said: list[str] = []
+    with pytest.raises(LearnerSetupError) as refused:
+        asyncio.run(run_learning_cycle(config, minutes=1, say=said.append))
+    assert f"lora_target_modules names {missing}, but no module of {model_dir}" in str(refused.value)
+    assert "q_proj, up_proj, v_proj" in str(refused.value)  # what would match, sorted
+    assert not (tmp_path / "data" / "learner").exists() and said == []

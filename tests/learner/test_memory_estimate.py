@@ -14,7 +14,13 @@ import torch
 
 from learner.cycle import CycleSettings
 from learner.logprobs import token_logprobs
-from learner.memory_estimate import EstimateError, estimate_cycle, free_memory
+from learner.memory_estimate import (
+    EstimateError,
+    estimate_cycle,
+    free_memory,
+    unmatched_targets,
+    weight_shapes,
+)
 from learner.policy import LoraSettings, TrainablePolicy
 from learner.rows import RowSettings
 from runtime.executor import ExecutorLoadError, LocalModel, build_tiny_model
@@ -122,3 +128,15 @@ def test_the_refusal_names_what_lowers_the_larger_of_activations_and_cache(model
         refusal is not None and "max_prompt_tokens or max_completion_tokens (the key-value cache)" in refusal
     )
     assert "micro_batch_tokens" not in refusal and "gradient_checkpointing" not in refusal
+
+
+@pytest.mark.parametrize("architecture", ["qwen3", "llama"])
+def test_unmatched_targets_are_the_listed_names_no_module_ends_in(
+    models: dict[str, Path], architecture: str
+) -> None:
+    shapes = weight_shapes(models[architecture])
+    assert unmatched_targets(shapes, LoraSettings(target_modules=("q_proj", "self_attn.v_proj")))[0] == []
+    missing, names = unmatched_targets(shapes, LoraSettings(target_modules=("q_proj", "qproj", "attn")))
+    assert missing == ["qproj", "attn"]  # a name's last dotted parts, not any substring
+    assert {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"} <= set(names)
+    assert unmatched_targets(shapes, LoraSettings(target_modules="all-linear")) == ([], [])
