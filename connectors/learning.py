@@ -79,6 +79,7 @@ async def run_learning_cycle(
             "[models.executor] api_base (e.g. http://127.0.0.1:8000/v1)"
         )
     torch.set_num_threads(config.learner.torch_threads)
+    _check_model_dir(Path(settings.model_dir))
     _check_lora_targets(config, Path(settings.model_dir))
     _check_memory(config, Path(settings.model_dir), say)
     report_progress = progress or (lambda _event: None)
@@ -264,6 +265,20 @@ def served_sampler(config: Config) -> ServedSampler | None:
         adapter_dir=ExecutorVersions(config.data_dir).versions_dir / ".learning",
         api_key=resolve_api_key(slot, os.environ) or None,
     )
+
+
+def _check_model_dir(model_dir: Path) -> None:
+    """Refuse a model directory that is not there or holds no model, before a cycle's directory
+    is made (the load would fail after the harvest, deep in the cycle)."""
+    if not model_dir.is_dir():
+        raise LearnerSetupError(
+            f"[executor] model_dir {model_dir} is not a directory: give the executor model's"
+        )
+    if not (model_dir / "config.json").is_file():
+        raise LearnerSetupError(
+            f"[executor] model_dir {model_dir} holds no config.json, so it is not a Hugging Face model "
+            "directory (the warm-started model in `temper quickstart`'s directory is one: warm-best)"
+        )
 
 
 def _check_lora_targets(config: Config, model_dir: Path) -> None:

@@ -133,11 +133,15 @@ def _build(
     """The agent, built on the loop thread; key and model-string problems exit 2 in one line."""
     from connectors.assembly import build_agent
     from runtime import ModelError
+    from runtime.executor.errors import ExecutorLoadError
 
     try:
         return loop.call(build_agent, config, os.environ, model=model, api_base=api_base, stream=stream)
     except ModelError as error:  # ModelAuthError (no key) or a malformed model string
         typer.echo(f"temper: {error}", err=True)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    except ExecutorLoadError as error:  # [executor] model_dir is not a model, a device torch does not see
+        typer.echo(f"temper: the executor model cannot be loaded: {error}", err=True)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
 
 

@@ -55,6 +55,7 @@ def daemon(
 
     from connectors.daemon import Daemon, DaemonError, DaemonSettings
     from runtime import ModelError
+    from runtime.executor.errors import ExecutorLoadError
 
     config = get_config(ctx)
     logging.basicConfig(
@@ -68,6 +69,9 @@ def daemon(
         raise typer.Exit(1) from None
     except ModelError as error:  # no API key for the planner, a malformed model string
         typer.echo(f"temper: {error}", err=True)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    except ExecutorLoadError as error:  # [executor] model_dir is not a model, a device torch does not see
+        typer.echo(f"temper: the executor model cannot be loaded: {error}", err=True)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
     raise typer.Exit(code)
 

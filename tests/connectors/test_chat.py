@@ -106,6 +106,23 @@ def test_a_missing_api_key_is_one_line_and_exit_2(home: Path) -> None:
     assert "OPENAI_API_KEY" in line
 
 
+def test_an_executor_model_dir_without_a_model_is_one_line_and_exit_2(home: Path, server: FakeOpenAI) -> None:
+    config = home / "config.toml"
+    missing = home / "models" / "executor"
+    config.write_text(
+        config.read_text().replace("enabled = false\n", f'backend = "local"\nmodel_dir = "{missing}"\n')
+    )
+
+    result = invoke("-m", "hi", *planner(server))
+
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)  # no other exception
+    assert result.stderr.strip() == (
+        f"temper: the executor model cannot be loaded: tokenizer directory {missing} does not exist: "
+        "give a model directory"
+    )
+    assert server.handled == 0  # nothing was asked of the planner
+
+
 def test_an_unreachable_model_is_one_line_and_exit_1(home: Path) -> None:
     base = f"http://127.0.0.1:{closed_port()}/v1"
 

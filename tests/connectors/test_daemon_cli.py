@@ -39,6 +39,23 @@ def store(home: Path) -> MemoryStore:
     return MemoryStore.open(home / "data" / "temper.db")
 
 
+def test_an_executor_model_dir_without_a_model_stops_the_daemon_with_one_line(home: Path) -> None:
+    missing = home / "models" / "executor"
+    config = home / "config.toml"
+    config.write_text(config.read_text() + f'[executor]\nbackend = "local"\nmodel_dir = "{missing}"\n')
+
+    result = CliRunner(env={"OPENAI_API_KEY": "sk-test-not-used"}).invoke(
+        app, ["--config", str(config), "daemon"]
+    )
+
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert (
+        f"temper: the executor model cannot be loaded: tokenizer directory {missing} does not exist"
+        in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
 # --- the systemd unit ---------------------------------------------------------------------------
 
 

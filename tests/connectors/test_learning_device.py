@@ -75,3 +75,26 @@ def test_a_target_module_the_model_has_not_is_refused_before_anything_is_written
     assert f"lora_target_modules names {missing}, but no module of {model_dir}" in str(refused.value)
     assert "q_proj, up_proj, v_proj" in str(refused.value)  # what would match, sorted
     assert not (tmp_path / "data" / "learner").exists() and said == []
+
+
+@pytest.mark.parametrize(
+    ("made", "refusal"),
+    [
+        (False, "is not a directory"),
+        (True, "holds no config.json, so it is not a Hugging Face model directory"),
+    ],
+)
+def test_a_model_dir_without_a_model_is_refused_before_anything_is_written(
+    tmp_path: Path, made: bool, refusal: str
+) -> None:
+    model_dir = tmp_path / "models" / "executor"
+    if made:
+        model_dir.mkdir(parents=True)
+    config = Config.model_validate({
+        "data_dir": str(tmp_path / "data"),
+        "executor": {"backend": "local", "model_dir": str(model_dir), "device": "cpu"},
+    })  # fmt: skip
+    said: list[str] = []
+    with pytest.raises(LearnerSetupError, match=f"model_dir {model_dir} {refusal}"):
+        asyncio.run(run_learning_cycle(config, minutes=1, say=said.append))
+    assert not (tmp_path / "data" / "learner").exists() and said == []
