@@ -55,7 +55,14 @@ def quickstart(
     torch.set_num_threads(1)  # FACTS.md: 3-4x faster than two threads on a busy 2-core machine
     config = get_config(ctx)
     where = directory or config.data_dir / "quickstart" / time.strftime(f"%Y%m%d-%H%M%S-seed{seed}")
-    where.mkdir(parents=True, exist_ok=True)
+    if where.exists() and not where.is_dir():
+        raise typer.BadParameter(f"{where} is a file, not a directory", param_hint="--dir")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a directory not ours to write, a file on the way
+        raise typer.BadParameter(
+            f"cannot make the directory {where}: {error.strerror}", param_hint="--dir"
+        ) from None
     plan = replace(QuickstartPlan.quick() if quick else QuickstartPlan(), guidance=guidance)
     watch_children_with_pidfds()  # every sandbox starts from the one loop below
     with QuickstartProgress() as progress:

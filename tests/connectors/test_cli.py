@@ -119,3 +119,19 @@ def test_a_broken_config_stops_a_command_with_its_problems(dirs: dict[str, Path]
     assert result.exit_code == 2
     assert "unknown key 'memroy' (did you mean 'memory'?)" in result.stderr
     assert config_file.read_text() == "[memroy]\n"
+
+
+@pytest.mark.parametrize("below", [False, True])
+def test_quickstart_refuses_a_dir_it_cannot_make_before_building_anything(
+    dirs: dict[str, Path], tmp_path: Path, below: bool
+) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep\n")
+    where = a_file / "run" if below else a_file
+
+    result = CliRunner(env={"COLUMNS": "1000"}).invoke(app, ["quickstart", "--quick", "--dir", str(where)])
+
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    said = result.stderr  # one line: the error box is as wide as COLUMNS
+    assert (f"cannot make the directory {where}: Not a directory" if below else f"{where} is a file") in said
+    assert a_file.read_text() == "keep\n" and not dirs["data"].exists()
