@@ -87,10 +87,10 @@ def write_trajectories(
         else:
             with open(partial, "w", encoding="utf-8") as out:
                 _write_jsonl(counter.rows(selected), out)
-    except BaseException:
+        partial.replace(path)
+    except BaseException:  # the rename too: a directory by that name leaves no .partial behind
         partial.unlink(missing_ok=True)
         raise
-    partial.replace(path)
     marked = store.trajectories.secret_marked_count(
         since=where.since, until=where.until, min_reward=where.min_reward, split=where.split
     )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from connectors.cli.context import get_config
+from connectors.cli.output import export_target
 
 if TYPE_CHECKING:
     from memory import MemoryStore
@@ -175,15 +176,8 @@ def export(
     """Write every message in the import format."""
     from memory import export_jsonl
 
-    with open_store(ctx) as store:
-        if file == "-":
-            count = export_jsonl(store, sys.stdout)
-        else:
-            target = Path(file)
-            partial = target.with_name(target.name + ".partial")
-            with open(partial, "w", encoding="utf-8") as out:
-                count = export_jsonl(store, out)
-            partial.replace(target)  # never leave a half-written export under the real name
+    with open_store(ctx) as store, export_target(file) as out:
+        count = export_jsonl(store, out)
     typer.echo(f"exported {count} messages", err=file == "-")
 
 

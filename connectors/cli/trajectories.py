@@ -26,6 +26,7 @@ import typer
 
 from connectors.cli.context import get_config
 from connectors.cli.memory import iso, open_store
+from connectors.cli.output import cannot_write_exits
 
 if TYPE_CHECKING:
     from memory import RecordedCall, TrajectoryFilter
@@ -281,7 +282,7 @@ def export(
     where = _filter(since, until, min_reward, split, limit)
     secrets = configured_secrets(get_config(ctx))
     started = time.perf_counter()
-    with open_store(ctx) as store:
+    with open_store(ctx) as store, cannot_write_exits(file):
         if chosen == "trl":
             from connectors.trajectories_trl import export_trl
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -25,6 +24,7 @@ import typer
 
 from connectors.cli.context import get_config
 from connectors.cli.memory import open_store
+from connectors.cli.output import export_target
 
 if TYPE_CHECKING:
     from memory import LinkError, MemoryStore, MoveReport, UserSummary
@@ -144,14 +144,8 @@ def export(
     """Everything temper holds about USER, as JSON Lines (see docs/users.md for the records)."""
     with open_store(ctx) as store:
         user_id = _resolve(store, user)
-        if file == "-":
-            counts = store.users.export(user_id, sys.stdout)
-        else:
-            target = Path(file)
-            partial = target.with_name(target.name + ".partial")
-            with open(partial, "w", encoding="utf-8") as out:
-                counts = store.users.export(user_id, out)
-            partial.replace(target)
+        with export_target(file) as out:
+            counts = store.users.export(user_id, out)
     lines = sum(counts.values())
     detail = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"exported {lines} records ({detail})", err=file == "-")

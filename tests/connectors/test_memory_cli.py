@@ -104,6 +104,13 @@ def test_stats_and_export_round_trip(runner: CliRunner, tmp_path: Path) -> None:
     assert runner.invoke(app, ["memory", "import", str(out)]).stdout.startswith("imported 0 messages")
 
 
+def test_an_export_that_cannot_be_written_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    a_file = write_jsonl(tmp_path / "in.jsonl", LINES)
+    result = runner.invoke(app, ["memory", "export", str(a_file / "out.jsonl")])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert result.stderr == f"temper: cannot write {a_file / 'out.jsonl'}: Not a directory\n"
+
+
 def test_missing_file_and_bad_role_are_clear_errors(runner: CliRunner, tmp_path: Path) -> None:
     missing = runner.invoke(app, ["memory", "import", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "no such file" in missing.stderr

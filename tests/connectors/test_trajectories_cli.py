@@ -191,6 +191,23 @@ def test_export_holds_back_text_with_a_configured_secret(data_dir: Path, tmp_pat
     assert "exported 0 calls from 0 episodes" in result.stdout and "excluded 1 episodes" in result.stdout
 
 
+@pytest.mark.parametrize("layout", [[], ["--format", "trl"]])
+def test_an_export_that_cannot_be_written_is_one_line(
+    data_dir: Path, tmp_path: Path, layout: list[str]
+) -> None:
+    fill(data_dir)
+    (tmp_path / "notes.txt").write_text("keep\n")
+    target = tmp_path / "notes.txt" / "calls.jsonl"
+    result = CliRunner().invoke(app, ["trajectories", "export", str(target), *layout])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert result.stderr == f"temper: cannot write {target}: Not a directory\n"
+    taken = tmp_path / "calls.jsonl"  # a directory: refused as FILE, nothing written beside it
+    taken.mkdir()
+    onto_a_directory = CliRunner().invoke(app, ["trajectories", "export", str(taken), *layout])
+    assert onto_a_directory.exit_code == 2 and "Traceback" not in onto_a_directory.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("calls")) == ["calls.jsonl"]
+
+
 def test_export_bad_format(data_dir: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["trajectories", "export", str(tmp_path / "x"), "--format", "csv"])
     assert result.exit_code == 2 and "jsonl or parquet" in result.stderr

@@ -97,3 +97,22 @@ def test_export_then_forget(runner: CliRunner, data: Path, tmp_path: Path) -> No
     handles = [u["handle"] for u in json.loads(runner.invoke(app, ["users", "list", "--json"]).stdout)]
     assert handles == ["slack:U9", "telegram:222"]
     assert b"sardines" not in (data / "temper.db").read_bytes()
+
+
+def test_an_export_that_cannot_be_written_is_one_line_and_leaves_nothing(
+    runner: CliRunner, data: Path, tmp_path: Path
+) -> None:
+    seed(data)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep\n")
+    under_a_file = runner.invoke(app, ["users", "export", "telegram:111", str(a_file / "ana.jsonl")])
+    assert under_a_file.exit_code == 2 and isinstance(under_a_file.exception, SystemExit)
+    assert under_a_file.stderr == f"temper: cannot write {a_file / 'ana.jsonl'}: Not a directory\n"
+
+    # Written whole, then the rename fails (a directory has the name): no file, no .partial left.
+    taken = tmp_path / "ana.jsonl"
+    taken.mkdir()
+    onto_a_directory = runner.invoke(app, ["users", "export", "telegram:111", str(taken)])
+    assert onto_a_directory.exit_code == 2 and "temper: cannot write" in onto_a_directory.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ana")) == ["ana.jsonl"]
+    assert taken.is_dir() and not any(taken.iterdir()) and a_file.read_text() == "keep\n"

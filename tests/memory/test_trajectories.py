@@ -254,6 +254,14 @@ def test_jsonl_export_rows(store: MemoryStore, tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.partial"))
 
 
+def test_an_export_whose_rename_fails_leaves_no_partial_file(store: MemoryStore, tmp_path: Path) -> None:
+    record_episode(store, episode_calls(turns=1), split="train")
+    (tmp_path / "t.jsonl").mkdir()  # the name is taken by a directory: written whole, not renamed
+    with pytest.raises(IsADirectoryError):
+        export_trajectories(store, tmp_path / "t.jsonl", format="jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("t.")) == ["t.jsonl"]
+
+
 def test_parquet_export_loads_with_datasets(store: MemoryStore, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     calls = episode_calls(turns=3)
