@@ -270,14 +270,12 @@ def served_sampler(config: Config) -> ServedSampler | None:
 def _check_model_dir(model_dir: Path) -> None:
     """Refuse a model directory that is not there or holds no model, before a cycle's directory
     is made (the load would fail after the harvest, deep in the cycle)."""
-    if not model_dir.is_dir():
+    from runtime.executor.errors import model_dir_problem
+
+    if problem := model_dir_problem(model_dir):
         raise LearnerSetupError(
-            f"[executor] model_dir {model_dir} is not a directory: give the executor model's"
-        )
-    if not (model_dir / "config.json").is_file():
-        raise LearnerSetupError(
-            f"[executor] model_dir {model_dir} holds no config.json, so it is not a Hugging Face model "
-            "directory (the warm-started model in `temper quickstart`'s directory is one: warm-best)"
+            f"[executor] model_dir {problem} (the warm-started model in `temper quickstart`'s "
+            "directory is one: warm-best)"
         )
 
 

@@ -12,10 +12,14 @@ ExecutorError                 an executor model call or setup that failed
 
 Messages are one line and say what to do. The HTTP server answers `ExecutorRequestError` with
 its `status`: 400, 404 for an unknown model, 403 for an adapter path outside the server's adapter
-directory; and `ExecutorLoadError` with 400 on adapter loading.
+directory; and `ExecutorLoadError` with 400 on adapter loading. `model_dir_problem` is the one
+check of a model directory before loading (LocalModel.load raises it as `ExecutorLoadError`;
+`temper learn` refuses the night with it).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 class ExecutorError(Exception):
@@ -42,3 +46,15 @@ class ExecutorCallError(ExecutorError):
         super().__init__(" ".join(message.split()))
         self.status = status
         self.transient = transient
+
+
+def model_dir_problem(directory: str | Path) -> str | None:
+    """Why `directory` is not a Hugging Face model directory (one line), or None when it looks
+    like one: it exists and holds a config.json. Checked before anything loads, so a wrong path
+    is named plainly instead of by the tokenizer's or transformers' own error."""
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        return f"{path} is not a directory: give a model directory"
+    if not (path / "config.json").is_file():
+        return f"{path} holds no config.json, so it is not a Hugging Face model directory"
+    return None

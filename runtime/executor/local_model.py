@@ -42,7 +42,7 @@ import torch
 
 from runtime.executor.action_grammar import ActionConstraint
 from runtime.executor.completion import SamplingParams
-from runtime.executor.errors import ExecutorLoadError, ExecutorRequestError
+from runtime.executor.errors import ExecutorLoadError, ExecutorRequestError, model_dir_problem
 from runtime.executor.sampling import (
     SampledTokens,
     sample_batch,
@@ -90,6 +90,8 @@ class LocalModel:
         from transformers import AutoModelForCausalLM
 
         path = Path(directory).expanduser()
+        if problem := model_dir_problem(path):
+            raise ExecutorLoadError(problem)
         target = resolve_device(device)
         if target.type == "cpu" and threads is not None:
             torch.set_num_threads(threads)

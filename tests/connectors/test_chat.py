@@ -117,8 +117,7 @@ def test_an_executor_model_dir_without_a_model_is_one_line_and_exit_2(home: Path
 
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit)  # no other exception
     assert result.stderr.strip() == (
-        f"temper: the executor model cannot be loaded: tokenizer directory {missing} does not exist: "
-        "give a model directory"
+        f"temper: the executor model cannot be loaded: {missing} is not a directory: give a model directory"
     )
     assert server.handled == 0  # nothing was asked of the planner
 

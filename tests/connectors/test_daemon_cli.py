@@ -50,7 +50,7 @@ def test_an_executor_model_dir_without_a_model_stops_the_daemon_with_one_line(ho
 
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
     assert (
-        f"temper: the executor model cannot be loaded: tokenizer directory {missing} does not exist"
+        f"temper: the executor model cannot be loaded: {missing} is not a directory: give a model directory"
         in result.stderr
     )
     assert "Traceback" not in result.stderr

@@ -124,7 +124,9 @@ def test_serve_executor_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
 def test_serve_executor_says_why_a_directory_is_no_model(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "executor", "--model", str(tmp_path)])
 
-    assert result.exit_code == 1 and "cannot load a tokenizer" in result.output
+    assert (
+        result.exit_code == 1 and "holds no config.json, so it is not a Hugging Face model" in result.output
+    )
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "bot.example.org"])
@@ -154,6 +156,8 @@ def test_serve_executor_goes_on_with_loopback_a_key_or_insecure(
     result = CliRunner().invoke(app, command, env=environ)
 
     # it went on to load the model (which this empty directory is not)
-    assert result.exit_code == 1 and "cannot load a tokenizer" in result.output
+    assert (
+        result.exit_code == 1 and "holds no config.json, so it is not a Hugging Face model" in result.output
+    )
     warned = "WARNING: --insecure: serving 0.0.0.0" in result.output
     assert warned == ("--insecure" in options)

@@ -36,6 +36,16 @@ def test_dtype_and_attention_reach_the_model_and_the_learners_copy(model_dir: Pa
     assert policy.module.config._attn_implementation == "eager"
 
 
+def test_a_directory_without_a_model_is_named_plainly(tmp_path: Path) -> None:
+    with pytest.raises(ExecutorLoadError, match=r"is not a directory: give a model directory$"):
+        LocalModel.load(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()  # the tokenizer's own error would list the converters it lacks
+    with pytest.raises(
+        ExecutorLoadError, match=r"empty holds no config.json, so it is not a Hugging Face model"
+    ):
+        LocalModel.load(tmp_path / "empty")
+
+
 def test_unknown_settings_are_refused(model_dir: Path) -> None:
     with pytest.raises(ExecutorLoadError, match="unknown device 'gpu'"):
         LocalModel.load(model_dir, device="gpu")
