@@ -70,15 +70,15 @@ def coin_tasks(data_dir: Path, count: int = 16) -> None:
 def test_two_ranks_train_the_candidate_one_process_would(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     model_dir = format_trained(tmp_path)
-    # Twice as many coin tasks as a step draws, and micro-batches of the smallest size the config
-    # allows (about 14 rows each): whichever 16 tasks the night draws, its rows fill several
-    # micro-batches, so each rank has a share (at 8192 positions, a draw of few coin tasks
-    # packed into one micro-batch, and rank 1 trained on nothing).
+    # Twice as many coin tasks as a step draws, and micro-batches of half the default size (about
+    # a dozen rows each): whichever 16 tasks the night draws, its rows fill several micro-batches,
+    # so each rank has a share (at 8192 positions, a draw of few coin tasks packed into one
+    # micro-batch, and rank 1 trained on nothing).
     coin_tasks(tmp_path / "data", count=32)
     config = write_config(
         tmp_path, f'[executor]\nbackend = "local"\nmodel_dir = "{model_dir}"\ndevice = "cpu"\n'
     )
-    config.write_text(config.read_text().replace("[learner]\n", "[learner]\nmicro_batch_tokens = 2048\n"))
+    config.write_text(config.read_text().replace("[learner]\n", "[learner]\nmicro_batch_tokens = 4096\n"))
 
     done = learn(
         config, "--launcher", "accelerate", "--processes", "2", "--iterations", "1", "--per-family", "2"
@@ -102,8 +102,12 @@ def test_two_ranks_train_the_candidate_one_process_would(tmp_path: Path) -> None
     expected = load_file(alone.save_adapter(tmp_path / "alone") / "adapter_model.safetensors")
     trained = load_file(work_dir / "candidate" / "adapter_model.safetensors")
     assert trained.keys() == expected.keys()
+    # Equal up to the order of float additions, which differs with the ranks' shares. Adam's first
+    # step moves each weight by about the learning rate (0.01) times the sign of its gradient, so
+    # a rank's share lost or counted twice moves weights by ~1e-2; an element whose gradient is
+    # near Adam's epsilon turns float-order noise into ~1e-5 (seen once in CI): 1e-4 tells them apart.
     for name in expected:
-        torch.testing.assert_close(trained[name], expected[name], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(trained[name], expected[name], rtol=1e-3, atol=1e-4)
     assert any(name.endswith("lora_B.weight") and expected[name].abs().sum() > 0 for name in expected)
 
 
