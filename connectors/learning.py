@@ -204,7 +204,12 @@ def night_settings(
         cycle=CycleSettings(
             iterations=iterations, seed=seed, deadline=deadline, replay=replay, evaluation=evaluation,
             gate=GateSettings(non_inferiority_margin=learner.non_inferiority_margin),
-            rows=RowSettings(max_row_tokens=learner.max_row_tokens, token_budget=learner.token_budget),
+            # A micro-batch holds the longest call: the configured size, or the learner's default
+            # raised to that call's length.
+            rows=RowSettings(
+                max_row_tokens=learner.max_row_tokens,
+                token_budget=learner.micro_batch_tokens or max(RowSettings().token_budget, learner.max_row_tokens),
+            ),
             train=TrainSettings(
                 learning_rate=learner.learning_rate, updates_per_batch=learner.updates_per_batch, lora=lora,
                 tis_cap=(learner.tis_cap or None) if served is not None else None,  # 0: off

@@ -178,9 +178,6 @@ class ExecutorConfig(Section):
     )
 
 
-DEFAULT_MICRO_BATCH_TOKENS = 8192  # learner.rows.RowSettings.token_budget's default
-
-
 class LearnerConfig(Section):
     """The nightly learning cycle: its budget, its worker process, and what it trains on."""
 
@@ -242,12 +239,6 @@ class LearnerConfig(Section):
     def max_row_tokens(self) -> int:
         """The longest model call a replay trains on: prompt and completion together."""
         return self.max_prompt_tokens + self.max_completion_tokens
-
-    @property
-    def token_budget(self) -> int:
-        """The positions a micro-batch computes: `micro_batch_tokens`, or the larger of 8192 and
-        the longest trained call (every row has to fit in a micro-batch of its own)."""
-        return self.micro_batch_tokens or max(DEFAULT_MICRO_BATCH_TOKENS, self.max_row_tokens)
 
     @model_validator(mode="after")
     def _a_micro_batch_holds_the_longest_row(self) -> LearnerConfig:

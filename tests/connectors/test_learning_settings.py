@@ -8,7 +8,6 @@ import pytest
 from pydantic import ValidationError
 
 from connectors.config import Config
-from connectors.config.schema import DEFAULT_MICRO_BATCH_TOKENS
 from connectors.learning import night_settings
 from learner.rows import RowSettings
 
@@ -39,8 +38,8 @@ def test_guidance_is_on_when_the_learner_table_says_so() -> None:
 
 def test_a_micro_batch_holds_the_longest_call_the_config_allows() -> None:
     default = night_settings(Config.model_validate({}), iterations=1, seed=0, deadline=None).cycle.rows
-    assert default.max_row_tokens == 1952 + 96 and default.token_budget == DEFAULT_MICRO_BATCH_TOKENS
-    assert RowSettings().token_budget == DEFAULT_MICRO_BATCH_TOKENS  # the config's default is the learner's
+    assert default.max_row_tokens == 1952 + 96 and default.token_budget == 8192
+    assert RowSettings().token_budget == 8192  # the config's default is the learner's
     # Long calls raise the budget with them (a budget below the longest row was a ValueError at night).
     long = Config.model_validate({"learner": {"max_prompt_tokens": 10_000}})
     rows = night_settings(long, iterations=1, seed=0, deadline=None).cycle.rows
